@@ -1,0 +1,348 @@
+#include "dsl/dsl.hpp"
+
+#include <bit>
+#include <fmt/format.h>
+
+#include "dsl/errors.hpp"
+
+namespace mxjit {
+namespace {
+
+constexpr int kMaxRank = 8;
+
+NodePtr make(Node n) { return std::make_shared<const Node>(std::move(n)); }
+
+// Rank of a value expression: scalars (constants, amax_var) have rank 0 and broadcast.
+int joint_rank(const char* what, const Expr& a, const Expr& b) {
+  if (a.rank() == 0) return b.rank();
+  if (b.rank() == 0 || a.rank() == b.rank()) return a.rank();
+  throw UsageError(fmt::format("{}: operands have ranks {} and {}; element-wise operands need the same rank",
+                               what, a.rank(), b.rank()));
+}
+
+Expr binary(Op op, const char* what, Expr a, Expr b) {
+  Node n;
+  n.op = op;
+  n.rank = joint_rank(what, a, b);
+  n.args = {a.node(), b.node()};
+  return Expr(make(std::move(n)));
+}
+
+Expr unary(Op op, Expr a) {
+  Node n;
+  n.op = op;
+  n.rank = a.rank();
+  n.args = {a.node()};
+  return Expr(make(std::move(n)));
+}
+
+void check_name(const char* what, const std::string& name) {
+  if (name.empty()) throw UsageError(fmt::format("{}: the name must not be empty", what));
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      throw UsageError(fmt::format("{}('{}'): names use letters, digits and '_' only", what, name));
+}
+
+void check_rank(const char* what, const std::string& name, int r) {
+  if (r < 1 || r > kMaxRank)
+    throw UsageError(fmt::format("{}('{}'): rank {} is out of range; ranks 1..{} are supported", what, name, r,
+                                 kMaxRank));
+}
+
+void check_axis(const char* what, const Expr& x, int axis) {
+  if (x.rank() == 0)
+    throw UsageError(fmt::format("{}: the value is a scalar; blocks need a tensor value", what));
+  if (axis < 0 || axis >= x.rank())
+    throw UsageError(fmt::format("{}: axis {} is out of range for a value of rank {} (axes 0..{})", what, axis,
+                                 x.rank(), x.rank() - 1));
+}
+
+// The name of the (first) input under a value, for messages.
+std::string value_name(const NodePtr& n) {
+  if (n->op == Op::input || n->op == Op::vec_input) return n->name;
+  if (n->op == Op::dequant) return n->args[0]->name;
+  for (const NodePtr& a : n->args) {
+    std::string s = value_name(a);
+    if (!s.empty()) return s;
+  }
+  return "";
+}
+
+bool is_scale_expression(const NodePtr& n) {
+  switch (n->op) {
+    case Op::amax_var: case Op::constant: case Op::add: case Op::sub: case Op::mul: case Op::div:
+    case Op::max: case Op::min: case Op::floor_log2: case Op::ceil_log2: case Op::neg: case Op::abs:
+      break;
+    default: return false;
+  }
+  for (const NodePtr& a : n->args)
+    if (!is_scale_expression(a)) return false;
+  return true;
+}
+
+bool uses_amax_var(const NodePtr& n) {
+  if (n->op == Op::amax_var) return true;
+  for (const NodePtr& a : n->args)
+    if (uses_amax_var(a)) return true;
+  return false;
+}
+
+}  // namespace
+
+Expr::Expr(double v) {
+  Node n;
+  n.op = Op::constant;
+  n.value = double(float(v));
+  node_ = make(std::move(n));
+}
+
+Expr input(std::string name, DType dtype, Rank r) {
+  check_name("input", name);
+  check_rank("input", name, r.value);
+  if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
+    throw UsageError(fmt::format("input('{}'): dtype {} is not supported; inputs are bf16, f16 or f32", name,
+                                 dtype_name(dtype)));
+  Node n;
+  n.op = Op::input;
+  n.name = std::move(name);
+  n.dtype = dtype;
+  n.rank = r.value;
+  return Expr(make(std::move(n)));
+}
+
+Expr vec(std::string name, DType dtype, int axis, Rank r) {
+  check_name("vec", name);
+  check_rank("vec", name, r.value);
+  if (axis < 0 || axis >= r.value)
+    throw UsageError(fmt::format("vec('{}'): axis {} is out of range for a domain of rank {}", name, axis, r.value));
+  if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
+    throw UsageError(fmt::format("vec('{}'): dtype {} is not supported; vectors are bf16, f16 or f32", name,
+                                 dtype_name(dtype)));
+  Node n;
+  n.op = Op::vec_input;
+  n.name = std::move(name);
+  n.dtype = dtype;
+  n.axis = axis;
+  n.rank = r.value;
+  return Expr(make(std::move(n)));
+}
+
+Expr operator+(Expr a, Expr b) { return binary(Op::add, "operator+", std::move(a), std::move(b)); }
+Expr operator-(Expr a, Expr b) { return binary(Op::sub, "operator-", std::move(a), std::move(b)); }
+Expr operator*(Expr a, Expr b) { return binary(Op::mul, "operator*", std::move(a), std::move(b)); }
+Expr operator/(Expr a, Expr b) { return binary(Op::div, "operator/", std::move(a), std::move(b)); }
+Expr operator-(Expr a) { return unary(Op::neg, std::move(a)); }
+Expr max(Expr a, Expr b) { return binary(Op::max, "max", std::move(a), std::move(b)); }
+Expr min(Expr a, Expr b) { return binary(Op::min, "min", std::move(a), std::move(b)); }
+Expr abs(Expr a) { return unary(Op::abs, std::move(a)); }
+Expr relu(Expr a) { return unary(Op::relu, std::move(a)); }
+Expr silu(Expr a) { return unary(Op::silu, std::move(a)); }
+Expr sigmoid(Expr a) { return unary(Op::sigmoid, std::move(a)); }
+Expr exp(Expr a) { return unary(Op::exp, std::move(a)); }
+Expr gelu(Expr a, Gelu kind) { return unary(kind == Gelu::tanh ? Op::gelu_tanh : Op::gelu_erf, std::move(a)); }
+Expr floor_log2(Expr a) { return unary(Op::floor_log2, std::move(a)); }
+Expr ceil_log2(Expr a) { return unary(Op::ceil_log2, std::move(a)); }
+
+Expr amax_var() {
+  Node n;
+  n.op = Op::amax_var;
+  return Expr(make(std::move(n)));
+}
+
+Blocks blocks(Expr x, int axis, int64_t size) {
+  const std::string where = fmt::format("blocks({}, axis={}, size={})", value_name(x.node()), axis, size);
+  check_axis(where.c_str(), x, axis);
+  if (size < 1 || !std::has_single_bit(uint64_t(size)))
+    throw UsageError(fmt::format("{}: block size {} is not a power of two", where, size));
+  Node n;
+  n.op = Op::blocks;
+  n.rank = x.rank();
+  n.block.axes = {axis};
+  n.block.sizes = {size};
+  n.args = {x.node()};
+  return Blocks(make(std::move(n)));
+}
+
+Blocks blocks(Expr x, std::array<int, 2> axes, std::array<int64_t, 2> sizes) {
+  const std::string where = fmt::format("blocks({}, axes=({},{}), sizes={}x{})", value_name(x.node()), axes[0],
+                                        axes[1], sizes[0], sizes[1]);
+  check_axis(where.c_str(), x, axes[0]);
+  check_axis(where.c_str(), x, axes[1]);
+  if (axes[0] == axes[1]) throw UsageError(fmt::format("{}: the two block axes must differ", where));
+  for (int64_t s : sizes)
+    if (s < 1 || !std::has_single_bit(uint64_t(s)))
+      throw UsageError(fmt::format("{}: block size {} is not a power of two", where, s));
+  Node n;
+  n.op = Op::blocks;
+  n.rank = x.rank();
+  // Canonical: axes ascending, so blocks(x,{1,0},{a,b}) == blocks(x,{0,1},{b,a}).
+  if (axes[0] > axes[1]) {
+    std::swap(axes[0], axes[1]);
+    std::swap(sizes[0], sizes[1]);
+  }
+  n.block.axes = {axes[0], axes[1]};
+  n.block.sizes = {sizes[0], sizes[1]};
+  n.args = {x.node()};
+  return Blocks(make(std::move(n)));
+}
+
+Blocks groups(Expr x, int axis, Offsets ends) {
+  const std::string where = fmt::format("groups({}, axis={}, offsets={})", value_name(x.node()), axis, ends.name);
+  check_axis(where.c_str(), x, axis);
+  check_name("offsets", ends.name);
+  Node n;
+  n.op = Op::blocks;
+  n.rank = x.rank();
+  n.block.axes = {axis};
+  n.block.sizes = {0};
+  n.block.offsets = ends.name;
+  n.args = {x.node()};
+  return Blocks(make(std::move(n)));
+}
+
+Amax amax(Blocks b) {
+  Node n;
+  n.op = Op::block_amax;
+  n.rank = b.node()->rank;
+  n.args = {b.node()};
+  return Amax(make(std::move(n)));
+}
+
+Amax amax(Expr x) {
+  if (x.rank() == 0) throw UsageError("amax(x): x is a scalar; a tensor amax needs a tensor value");
+  Node n;
+  n.op = Op::tensor_amax;
+  n.rank = x.rank();
+  n.args = {x.node()};
+  return Amax(make(std::move(n)));
+}
+
+static void check_block_amax(const char* what, const Amax& a) {
+  if (a.node()->op != Op::block_amax)
+    throw UsageError(fmt::format("{}: needs a block amax, amax(blocks(...)); got a tensor amax", what));
+}
+
+Scale e8m0_scale(Amax block_amax, ElemFormat elem, ScaleRule rule, NanPolicy policy) {
+  check_block_amax("e8m0_scale", block_amax);
+  if (rule == ScaleRule::custom)
+    throw UsageError("e8m0_scale: ScaleRule::custom takes the scale expression: e8m0_scale(amax, elem, expr)");
+  Node n;
+  n.op = Op::scale;
+  n.rank = block_amax.node()->rank;
+  n.scale_format = ScaleFormat::e8m0;
+  n.elem = elem;
+  n.rule = rule;
+  n.policy = policy;
+  n.args = {block_amax.node()};
+  return Scale(make(std::move(n)));
+}
+
+Scale e8m0_scale(Amax block_amax, ElemFormat elem, Expr exponent, NanPolicy policy) {
+  check_block_amax("e8m0_scale", block_amax);
+  if (!is_scale_expression(exponent.node()) || !uses_amax_var(exponent.node()))
+    throw UsageError(
+        "e8m0_scale(custom): the scale expression must be built from amax_var(), constants, + - * /, max, min, "
+        "floor_log2 and ceil_log2, and must use amax_var()");
+  Node n;
+  n.op = Op::scale;
+  n.rank = block_amax.node()->rank;
+  n.scale_format = ScaleFormat::e8m0;
+  n.elem = elem;
+  n.rule = ScaleRule::custom;
+  n.policy = policy;
+  n.args = {block_amax.node(), exponent.node()};
+  return Scale(make(std::move(n)));
+}
+
+Scale f32_scale(Amax block_amax, ElemFormat elem) {
+  check_block_amax("f32_scale", block_amax);
+  Node n;
+  n.op = Op::scale;
+  n.rank = block_amax.node()->rank;
+  n.scale_format = ScaleFormat::f32;
+  n.elem = elem;
+  n.args = {block_amax.node()};
+  return Scale(make(std::move(n)));
+}
+
+Scale nvfp4_scale(Amax block_amax, Nvfp4Convention convention) {
+  check_block_amax("nvfp4_scale", block_amax);
+  const NodePtr& blk = block_amax.node()->args[0];
+  if (blk->block.jagged())
+    throw UsageError("nvfp4_scale: NVFP4 needs fixed-size blocks (16), not jagged groups");
+  Node t;
+  t.op = Op::tensor_amax;
+  t.rank = blk->rank;
+  t.args = {blk->args[0]};
+  Node n;
+  n.op = Op::scale;
+  n.rank = block_amax.node()->rank;
+  n.scale_format = ScaleFormat::e4m3;
+  n.elem = e2m1;
+  n.convention = convention;
+  n.args = {block_amax.node(), make(std::move(t))};
+  return Scale(make(std::move(n)));
+}
+
+Quantized cast(ElemFormat elem, Scaled scaled, Round round, Saturate, CastOptions options) {
+  const NodePtr& s = scaled.scale.node();
+  const NodePtr& blk = s->args[0]->args[0];
+  const std::string where = fmt::format("cast({}, {})", elem.str(), value_name(scaled.value.node()));
+  if (canonical(blk->args[0]) != canonical(scaled.value.node()))
+    throw UsageError(fmt::format(
+        "{}: the value divided by the scale is not the value its blocks were taken of; write cast(f, x / s) "
+        "with s built from blocks(x, ...)",
+        where));
+  if (!(s->elem == elem))
+    throw UsageError(fmt::format("{}: the scale was computed for element format {}, not {}", where, s->elem.str(),
+                                 elem.str()));
+  if (elem.packed())
+    for (int64_t size : blk->block.sizes)
+      if (size % 2 != 0)
+        throw UsageError(fmt::format(
+            "{}: FP4 packs two codes per byte, so the block size must be even; got {}", where, size));
+  Node n;
+  n.op = Op::quantize;
+  n.rank = blk->rank;
+  n.elem = elem;
+  n.round = round;
+  n.seed = options.seed;
+  n.offset = options.offset;
+  n.flush_subnormals = options.flush_subnormals;
+  n.args = {scaled.value.node(), s};
+  return Quantized(make(std::move(n)));
+}
+
+Expr dequantize(std::string codes, std::string scales, ElemFormat elem, ScaleFormat scale_format, Rank r, int axis,
+                int64_t block) {
+  check_name("dequantize(codes)", codes);
+  check_name("dequantize(scales)", scales);
+  check_rank("dequantize", codes, r.value);
+  if (axis < 0 || axis >= r.value)
+    throw UsageError(fmt::format("dequantize('{}'): block axis {} is out of range for rank {}", codes, axis, r.value));
+  if (block < 1 || !std::has_single_bit(uint64_t(block)))
+    throw UsageError(fmt::format("dequantize('{}'): block size {} is not a power of two", codes, block));
+  if (elem.packed() && block % 2)
+    throw UsageError(fmt::format("dequantize('{}'): FP4 codes pack two per byte; the block size must be even", codes));
+  Node c;
+  c.op = Op::input;
+  c.name = std::move(codes);
+  c.dtype = DType::u8;
+  c.rank = r.value;
+  Node s;
+  s.op = Op::input;
+  s.name = std::move(scales);
+  s.dtype = scale_format == ScaleFormat::f32 ? DType::f32 : DType::u8;
+  s.rank = r.value;
+  Node n;
+  n.op = Op::dequant;
+  n.rank = r.value;
+  n.elem = elem;
+  n.scale_format = scale_format;
+  n.block.axes = {axis};
+  n.block.sizes = {block};
+  n.args = {make(std::move(c)), make(std::move(s))};
+  return Expr(make(std::move(n)));
+}
+
+}  // namespace mxjit

@@ -1,0 +1,57 @@
+#include "dsl/geometry.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "dsl/errors.hpp"
+
+namespace mxjit {
+
+OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int64_t> shape_in, int64_t groups) {
+  const Output& o = p.outputs().at(size_t(index));
+  const std::vector<int64_t> shape(shape_in.begin(), shape_in.end());
+  if (int(shape.size()) != p.rank())
+    throw UsageError(fmt::format("output '{}': domain has rank {} but {} extents were given", o.name, p.rank(),
+                                 shape.size()));
+  OutputGeometry g;
+  switch (o.kind) {
+    case OutputKind::amax:
+      g.logical_shape = g.view_shape = {1};
+      g.view_strides = {1};
+      g.storage_bytes = 4;
+      return g;
+    case OutputKind::values:
+    case OutputKind::elems:
+      g.logical_shape = shape;
+      break;
+    case OutputKind::scales:
+      g.logical_shape = scale_shape(block_of(o.node), shape, groups);
+      break;
+  }
+  const int64_t elem_bytes = int64_t(dtype_size(o.dtype));
+  if (o.layout.is_blocked()) {
+    auto [row, col] = blocked_axes(block_of(o.node), p.rank());
+    g.row_axis = row;
+    g.col_axis = col;
+    int64_t n = o.layout.storage_size(g.logical_shape, row, col);
+    g.view_shape = {n};
+    g.view_strides = {1};
+    g.storage_bytes = n * elem_bytes;
+    return g;
+  }
+  g.view_shape = g.logical_shape;
+  if (o.kind == OutputKind::elems && o.node->elem.packed()) {
+    g.packed_axis = o.layout.order(p.rank()).back();
+    if (g.view_shape[g.packed_axis] % 2 != 0)
+      throw UsageError(fmt::format("output '{}': FP4 packs two codes per byte along axis {}, whose extent {} is odd",
+                                   o.name, g.packed_axis, g.view_shape[g.packed_axis]));
+    g.view_shape[g.packed_axis] /= 2;
+  }
+  g.view_strides = o.layout.strides(g.view_shape);
+  int64_t n = 1;
+  for (int64_t e : g.view_shape) n *= e;
+  g.storage_bytes = n * elem_bytes;
+  return g;
+}
+
+}  // namespace mxjit

@@ -1,0 +1,27 @@
+#pragma once
+/// \file Shapes and sizes of a pipeline's outputs for given input extents: the one place the
+/// CPU reference, the code generator and the launch checks agree on what each output holds.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dsl/pipeline.hpp"
+
+namespace mxjit {
+
+/// Where one output's bytes go for a given domain shape.
+struct OutputGeometry {
+  std::vector<int64_t> logical_shape;  ///< the logical tensor (domain, scale shape, or {1} for amax)
+  std::vector<int64_t> view_shape;     ///< the shape of the TensorView the caller passes
+  std::vector<int64_t> view_strides;   ///< its strides in elements (compact per the layout)
+  int64_t storage_bytes = 0;           ///< bytes the output occupies (padding included)
+  int packed_axis = -1;                ///< FP4: the axis packed two codes per byte
+  int row_axis = -1, col_axis = -1;    ///< blocked layouts: the rows and columns axes
+};
+
+/// Geometry of output `index` of `p` for a domain of extents `shape`; `groups` is the number of
+/// jagged groups (the offsets input's extent) when the pipeline has groups.
+/// Throws UsageError when the extents do not suit the output (e.g. an odd FP4 packed extent).
+OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int64_t> shape, int64_t groups = 0);
+
+}  // namespace mxjit

@@ -1,0 +1,194 @@
+#include "dsl/pipeline.hpp"
+
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+#include "dsl/errors.hpp"
+
+namespace mxjit {
+
+Output output(std::string name, Quantized q, Layout layout) {
+  if (layout.is_blocked())
+    throw UsageError(fmt::format("output('{}'): {} is a scale layout; elements take row_major, col_major, "
+                                 "expert_col_major or perm(...)", name, layout.str()));
+  return Output{std::move(name), OutputKind::elems, q.node(), std::move(layout), DType::u8};
+}
+
+Output output(std::string name, Scale s, Layout layout) {
+  DType dt = s.node()->scale_format == ScaleFormat::f32 ? DType::f32 : DType::u8;
+  if (layout.is_blocked() && s.node()->scale_format == ScaleFormat::f32)
+    throw UsageError(fmt::format("output('{}'): {} holds byte scales (E8M0/E4M3); FP32 scales take a permuted "
+                                 "layout", name, layout.str()));
+  return Output{std::move(name), OutputKind::scales, s.node(), std::move(layout), dt};
+}
+
+Output output(std::string name, Amax a) {
+  if (a.node()->op != Op::tensor_amax)
+    throw UsageError(fmt::format("output('{}'): a block amax is not an output; output the scale, or amax(x) of a "
+                                 "whole tensor", name));
+  return Output{std::move(name), OutputKind::amax, a.node(), Layout::row_major(), DType::f32};
+}
+
+Output output(std::string name, Expr v, DType dtype, Layout layout) {
+  if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
+    throw UsageError(fmt::format("output('{}'): values are stored as bf16, f16 or f32, not {}", name,
+                                 dtype_name(dtype)));
+  if (v.rank() == 0) throw UsageError(fmt::format("output('{}'): the value is a scalar constant", name));
+  if (layout.is_blocked())
+    throw UsageError(fmt::format("output('{}'): {} is a scale layout", name, layout.str()));
+  return Output{std::move(name), OutputKind::values, v.node(), std::move(layout), dtype};
+}
+
+int Pipeline::input_index(const std::string& name) const {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (inputs_[i].name == name) return int(i);
+  return -1;
+}
+
+namespace {
+
+struct Collector {
+  std::vector<InputDecl> inputs;
+  std::map<std::string, size_t> index;
+  int rank = 0;
+
+  void add(InputDecl d) {
+    auto it = index.find(d.name);
+    if (it == index.end()) {
+      index[d.name] = inputs.size();
+      inputs.push_back(std::move(d));
+      return;
+    }
+    const InputDecl& e = inputs[it->second];
+    if (e.dtype != d.dtype || e.rank != d.rank || e.kind != d.kind || e.axis != d.axis)
+      throw UsageError(fmt::format("input '{}' is declared twice with different dtype, rank or role ({} r{} vs {} r{})",
+                                   d.name, dtype_name(e.dtype), e.rank, dtype_name(d.dtype), d.rank));
+  }
+
+  void domain(const std::string& name, int r) {
+    if (rank == 0) rank = r;
+    else if (rank != r)
+      throw UsageError(fmt::format("input '{}' has rank {} but the pipeline's other inputs have rank {}; all "
+                                   "full-rank inputs share one domain", name, r, rank));
+  }
+
+  void walk(const NodePtr& n) {
+    switch (n->op) {
+      case Op::input:
+        domain(n->name, n->rank);
+        add({n->name, n->dtype, n->rank, InputDecl::tensor});
+        return;
+      case Op::vec_input:
+        domain(n->name, n->rank);
+        add({n->name, n->dtype, 1, InputDecl::vector, n->axis});
+        return;
+      case Op::dequant:
+        domain(n->args[0]->name, n->rank);
+        add({n->args[0]->name, DType::u8, n->rank, InputDecl::codes, n->block.axes[0]});
+        add({n->args[1]->name, n->args[1]->dtype, n->rank, InputDecl::scales, n->block.axes[0]});
+        return;
+      case Op::blocks:
+        walk(n->args[0]);
+        if (n->block.jagged()) add({n->block.offsets, DType::i32, 1, InputDecl::offsets, n->block.axes[0]});
+        return;
+      case Op::scale:
+        // A custom scale expression is a function of amax, not of inputs.
+        for (size_t i = 0; i < n->args.size() && !(n->rule == ScaleRule::custom && i == 1); ++i) walk(n->args[i]);
+        return;
+      default:
+        for (const NodePtr& a : n->args) walk(a);
+    }
+  }
+};
+
+const char* kind_name(OutputKind k) {
+  switch (k) {
+    case OutputKind::elems: return "elems";
+    case OutputKind::scales: return "scales";
+    case OutputKind::amax: return "amax";
+    case OutputKind::values: return "values";
+  }
+  return "?";
+}
+
+}  // namespace
+
+NodePtr blocks_node_of(const NodePtr& n) {
+  if (n->op == Op::quantize) return blocks_node_of(n->args[1]);
+  if (n->op == Op::scale) return n->args[0]->args[0];
+  if (n->op == Op::block_amax) return n->args[0];
+  if (n->op == Op::blocks) return n;
+  throw Error(fmt::format("mxjit internal: node '{}' has no blocks", op_name(n->op)));
+}
+
+const BlockSpec& block_of(const NodePtr& n) { return blocks_node_of(n)->block; }
+
+std::vector<int64_t> scale_shape(const BlockSpec& spec, const std::vector<int64_t>& shape, int64_t groups) {
+  std::vector<int64_t> s = shape;
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    int a = spec.axes[i];
+    s[a] = spec.jagged() ? groups : (shape[a] + spec.sizes[i] - 1) / spec.sizes[i];
+  }
+  return s;
+}
+
+std::pair<int, int> blocked_axes(const BlockSpec& spec, int rank) {
+  int col = spec.axes.at(0);
+  int row = -1;
+  for (int a = rank - 1; a >= 0; --a)
+    if (a != col) { row = a; break; }
+  return {row, col};
+}
+
+Pipeline pipeline(std::vector<Output> outputs) {
+  if (outputs.empty()) throw UsageError("pipeline: needs at least one output");
+  Collector c;
+  std::set<std::string> names;
+  for (const Output& o : outputs) {
+    if (o.name.empty()) throw UsageError("pipeline: an output has an empty name");
+    if (!names.insert(o.name).second) throw UsageError(fmt::format("pipeline: two outputs are named '{}'", o.name));
+    c.walk(o.node);
+  }
+  for (const InputDecl& in : c.inputs)
+    if (names.count(in.name))
+      throw UsageError(fmt::format("pipeline: '{}' names both an input and an output", in.name));
+  if (c.rank == 0) throw UsageError("pipeline: no output depends on an input tensor");
+  for (const Output& o : outputs) {
+    if (o.node->rank != 0 && o.node->rank != c.rank)
+      throw UsageError(fmt::format("output '{}': rank {} differs from the domain rank {}", o.name, o.node->rank, c.rank));
+    std::string err = o.layout.check_rank(c.rank);
+    if (!err.empty()) throw UsageError(fmt::format("output '{}': {}", o.name, err));
+    if (o.layout.is_blocked()) {
+      const BlockSpec& spec = block_of(o.node);
+      if (spec.axes.size() != 1 || spec.jagged())
+        throw UsageError(fmt::format("output '{}': {} needs 1-D fixed-size blocks (one scale axis)", o.name,
+                                     o.layout.str()));
+    }
+    if (o.kind == OutputKind::elems && o.node->elem.packed()) {
+      // FP4 packs pairs along the innermost stored axis; that axis must be a block axis so that
+      // a pair never straddles an odd tail (its extent is checked at launch).
+      int inner = o.layout.order(c.rank).back();
+      if (!block_of(o.node).blocks_axis(inner) || block_of(o.node).jagged())
+        throw UsageError(fmt::format(
+            "output '{}': FP4 packs two codes per byte along the innermost stored axis ({}), which must be the "
+            "block axis ({}); choose a layout whose innermost axis is the block axis",
+            o.name, inner, block_of(o.node).str()));
+    }
+  }
+  Pipeline p;
+  p.outputs_ = std::move(outputs);
+  p.inputs_ = std::move(c.inputs);
+  p.rank_ = c.rank;
+  std::string text = fmt::format("pipeline rank {}\n", p.rank_);
+  for (const InputDecl& in : p.inputs_)
+    text += fmt::format("  in {} {} r{} kind{} axis{}\n", in.name, dtype_name(in.dtype), in.rank, int(in.kind), in.axis);
+  for (const Output& o : p.outputs_)
+    text += fmt::format("  out {} {} {} {} = {}\n", o.name, kind_name(o.kind), dtype_name(o.dtype), o.layout.str(),
+                        canonical(o.node));
+  p.text_ = std::move(text);
+  p.hash_ = hash128(p.text_);
+  return p;
+}
+
+}  // namespace mxjit
