@@ -1,0 +1,44 @@
+#pragma once
+/// \file A compiled kernel loaded into the driver (cuLibraryLoadData) and its launch.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace mxjit::detail {
+
+/// Grid or block extent, like CUDA's dim3.
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// One kernel of a loaded cubin (move-only; unloads the library on destruction). The library is
+/// context-independent; the CUfunction of each context is looked up once and cached.
+class LoadedKernel {
+ public:
+  /// An empty kernel; launch() throws UsageError.
+  LoadedKernel();
+  /// Loads `cubin` (cuLibraryLoadData) and finds `kernel_name` (an extern "C" name) in it.
+  /// Throws the driver's CudaError without a GPU or when the name is absent.
+  static LoadedKernel load(std::string_view cubin, const std::string& kernel_name);
+  LoadedKernel(LoadedKernel&&) noexcept;
+  LoadedKernel& operator=(LoadedKernel&&) noexcept;
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+  ~LoadedKernel();
+
+  /// Launches on `stream` (a CUstream as integer, 0 = default stream) in the calling thread's
+  /// current context (GPU 0's primary context when none is current). Dynamic shared memory above
+  /// 48 KiB is opted into once per context. `args` as for cuLaunchKernel. Thread-safe.
+  void launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args) const;
+  /// The kernel's name.
+  const std::string& name() const noexcept;
+  /// True when a kernel is loaded.
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace mxjit::detail

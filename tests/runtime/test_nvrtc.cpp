@@ -1,0 +1,135 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "dsl/errors.hpp"
+#include "runtime/device.hpp"
+#include "runtime/nvrtc.hpp"
+
+using namespace mxjit;
+using namespace mxjit::detail;
+
+namespace {
+
+const char* kTimesTwo = R"(extern "C" __global__ void times_two(int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = i * 2;
+}
+)";
+
+bool is_elf(const std::string& s) { return s.size() > 4 && s.compare(0, 4, "\x7f" "ELF") == 0; }
+
+}  // namespace
+
+TEST_CASE("number_lines formats 1-based numbers as %5d| line") {
+  CHECK(number_lines("a\nb") == "    1| a\n    2| b");
+  CHECK(number_lines("x\n") == "    1| x");
+  CHECK(number_lines("") == "    1| ");
+  std::string many;
+  for (int i = 0; i < 12; ++i) many += "l\n";
+  std::string numbered = number_lines(many);
+  CHECK(numbered.find("   10| l") != std::string::npos);
+  CHECK(numbered.find("   12| l") != std::string::npos);
+}
+
+TEST_CASE("nvrtc_version") {
+  CHECK(nvrtc_version() >= 12080);
+  std::string s = nvrtc_version_string();
+  CHECK(s.find('.') != std::string::npos);
+  CHECK(nvrtc_version() == std::stoi(s.substr(0, s.find('.'))) * 1000 + std::stoi(s.substr(s.find('.') + 1)) * 10);
+}
+
+TEST_CASE("nvrtc_compile produces a cubin for sm_90a and sm_100a, and PTX when asked") {
+  for (const char* arch : {"sm_90a", "sm_100a", "sm_120a", "sm_89", "sm_80"}) {
+    CAPTURE(arch);
+    NvrtcRequest req;
+    req.source = kTimesTwo;
+    req.file_name = "times_two.cu";
+    req.arch = arch;
+    NvrtcOutput out = nvrtc_compile(req);
+    CHECK(is_elf(out.cubin));
+    CHECK(out.ptx.empty());
+    CHECK(out.compile_ms > 0);
+    CHECK(out.options.size() >= 4);
+
+    req.want_ptx = true;
+    out = nvrtc_compile(req);
+    CHECK(is_elf(out.cubin));
+    CHECK(out.ptx.find(".entry times_two") != std::string::npos);
+  }
+}
+
+TEST_CASE("nvrtc_compile: PTX only for compute_*, resource usage in the log") {
+  NvrtcRequest req;
+  req.source = kTimesTwo;
+  req.arch = "compute_90a";
+  req.want_cubin = false;
+  req.want_ptx = true;
+  NvrtcOutput out = nvrtc_compile(req);
+  CHECK(out.cubin.empty());
+  CHECK(out.ptx.find(".entry times_two") != std::string::npos);
+
+  req.want_cubin = true;
+  CHECK_THROWS_AS(nvrtc_compile(req), UsageError);
+
+  req.arch = "sm_100a";
+  req.resource_usage = true;
+  out = nvrtc_compile(req);
+  CHECK(out.log.find("registers") != std::string::npos);
+}
+
+TEST_CASE("nvrtc_compile throws CompileError with log, options and numbered source") {
+  NvrtcRequest req;
+  req.source = "extern \"C\" __global__ void broken(int* p) {\n  p[0] = 1\n}\n";
+  req.file_name = "broken.cu";
+  req.arch = "sm_90a";
+  try {
+    nvrtc_compile(req);
+    FAIL("no CompileError");
+  } catch (const CompileError& e) {
+    std::string what = e.what();
+    CHECK(what.find("broken.cu") != std::string::npos);
+    CHECK(what.find("sm_90a") != std::string::npos);
+    CHECK(what.find("NVRTC failed to compile") == 0);
+    CHECK(what.find("error") != std::string::npos);
+    CHECK(!e.log().empty());
+    CHECK(e.options().find("--gpu-architecture=sm_90a") != std::string::npos);
+    CHECK(e.numbered_source().find("    2|   p[0] = 1") != std::string::npos);
+  }
+}
+
+TEST_CASE("MXJIT_DUMP_SOURCE writes the source before compiling") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("mxjit_dump_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ::setenv("MXJIT_DUMP_SOURCE", dir.c_str(), 1);
+  NvrtcRequest req;
+  req.source = "extern \"C\" __global__ void broken( {\n";  // dumped even though it fails
+  req.file_name = "dumped.cu";
+  req.arch = "sm_90a";
+  CHECK_THROWS_AS(nvrtc_compile(req), CompileError);
+  ::unsetenv("MXJIT_DUMP_SOURCE");
+  std::ifstream in(dir / "dumped.cu");
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str() == req.source);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("nvrtc_arch maps compute capabilities to exact NVRTC archs") {
+  CHECK(nvrtc_arch(9, 0) == "sm_90a");
+  CHECK(nvrtc_arch(10, 0) == "sm_100a");
+  CHECK(nvrtc_arch(10, 3) == "sm_103a");
+  CHECK(nvrtc_arch(12, 0) == "sm_120a");
+  CHECK(nvrtc_arch(12, 1) == "sm_121a");
+  CHECK(nvrtc_arch(8, 9) == "sm_89");
+  CHECK(nvrtc_arch(8, 0) == "sm_80");
+  CHECK(nvrtc_arch(8, 6) == "sm_86");
+  CHECK_THROWS_AS(nvrtc_arch(0, 0), UsageError);
+}
