@@ -1,0 +1,492 @@
+#include "codegen/emit.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "codegen/emit_expr.hpp"
+#include "codegen/values.hpp"
+#include "dsl/errors.hpp"
+#include "templates/templates.hpp"
+
+namespace mxjit::detail {
+namespace {
+
+const char* load_fn(DType t) {
+  switch (t) {
+    case DType::bf16: return "mx_ld_bf16";
+    case DType::f16: return "mx_ld_f16";
+    case DType::f32: return "mx_ld_f32";
+    default: return "mx_ld_u8";
+  }
+}
+
+std::string fmt_args(const ElemFormat& f) {
+  int spec = f.specials == Specials::none ? 0 : (f.specials == Specials::fn ? 1 : 2);
+  return fmt::format("{}, {}, {}, {}", f.is_int ? 1 : f.ebits, f.mbits, spec, f.is_int ? "true" : "false");
+}
+
+// Everything the emitter needs to know about the kernel being written.
+struct Ctx {
+  const Pipeline& p;
+  const Target& target;
+  const StrideClass& sc;
+  const Plan& plan;
+  ValueSet v;
+  std::string out;
+  int vec = 8;  // elements per 16-byte load of the lead input
+
+  // C expression of the domain index along `axis` for tile-local row `r` and column `c`.
+  std::string idx(int axis, const std::string& r, const std::string& c) const {
+    if (axis == plan.ax_c) return fmt::format("(c0 + {})", c);
+    if (axis == plan.ax_r) return fmt::format("(r0 + {})", r);
+    return fmt::format("bi{}", axis);
+  }
+  // Offset of input k at (r, c): sum of index * stride (the unit axis is a literal 1).
+  std::string in_offset(int k, const std::string& r, const std::string& c, int packed_axis = -1, int64_t div = 1) const {
+    std::string s;
+    for (int a = 0; a < plan.rank; ++a) {
+      std::string i = idx(a, r, c);
+      if (a == packed_axis && div > 1) i = fmt::format("({} / {})", i, div);
+      const bool unit = k < int(sc.unit_axis.size()) && sc.unit_axis[k] == a;
+      s += fmt::format("{}{}", s.empty() ? "" : " + ", unit ? i : fmt::format("{} * P.in_stride[{}][{}]", i, k, a));
+    }
+    return s.empty() ? "0" : s;
+  }
+};
+
+void emit_banner(Ctx& x) {
+  x.out += "// ==== mxjit generated kernel ========================================================\n";
+  x.out += fmt::format("// generator {}  target {}  {}\n", kGeneratorVersion, x.target.arch, x.sc.str());
+  x.out += fmt::format("// pipeline hash {}\n", x.p.hash().hex());
+  std::string text = x.p.str();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    x.out += "//   " + text.substr(pos, nl - pos) + "\n";
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  x.out += "// " + x.plan.str() + "\n";
+  x.out += "// ====================================================================================\n";
+  x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n", x.target.hw_fp4_fp6() ? 1 : 0,
+                       x.target.hw_fp4_fp6() ? 1 : 0);
+  for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
+    x.out += fmt::format("// ---- templates/{} ----\n", t);
+    x.out += template_text(t);
+    x.out += "\n";
+  }
+}
+
+void emit_params(Ctx& x) {
+  const int ni = int(x.p.inputs().size()), no = int(x.p.outputs().size()), r = x.plan.rank;
+  x.out += "// Kernel parameters: every field 8 bytes, filled by the launcher in this order.\n";
+  x.out += "struct MxParams {\n";
+  x.out += fmt::format("  const void* in[{}];\n  void* out[{}];\n  mx_i64 shape[{}];\n", ni, no, r);
+  x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n  mx_i64 out_stride[{}][{}];\n  mx_i64 out_shape[{}][{}];\n", ni,
+                       r, no, r, no, r);
+  x.out += "  mx_i64 tiles_r, tiles_c;\n};\n\n";
+}
+
+// Leaf loads inside the phase-1 loop (element column `c`, row `r`; tensor inputs preloaded).
+std::string leaf_expr(const Ctx& x, const NodePtr& n) {
+  if (n->op == Op::input) {
+    int k = x.p.input_index(n->name);
+    return fmt::format("x{}[e]", k);
+  }
+  if (n->op == Op::vec_input) {
+    int k = x.p.input_index(n->name);
+    return fmt::format("{}(P.in[{}], {} * P.in_stride[{}][0])", load_fn(n->dtype), k, x.idx(n->axis, "r", "c"), k);
+  }
+  if (n->op == Op::dequant) {
+    const int kc = x.p.input_index(n->args[0]->name), ks = x.p.input_index(n->args[1]->name);
+    const int ba = n->block.axes[0];
+    const int64_t bs = n->block.sizes[0];
+    const bool fp4 = n->elem.packed();
+    std::string code_off = x.in_offset(kc, "r", "c", fp4 ? ba : -1, 2);
+    std::string code = fmt::format("mx_u32(mx_ld_u8(P.in[{}], {}))", kc, code_off);
+    if (fp4) code = fmt::format("(({} & 1) ? ({} >> 4) : ({} & 15u))", x.idx(ba, "r", "c"), code, code);
+    std::string dv = fmt::format("mx_decode_sw<{}>({})", fmt_args(n->elem), code);
+    std::string s_off = x.in_offset(ks, "r", "c", ba, bs);
+    std::string sv;
+    switch (n->scale_format) {
+      case ScaleFormat::e8m0: sv = fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
+      case ScaleFormat::e4m3: sv = fmt::format("mx_decode_sw<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
+      case ScaleFormat::f32: sv = fmt::format("mx_ld_f32(P.in[{}], {})", ks, s_off); break;
+    }
+    return fmt::format("({} * {})", dv, sv);
+  }
+  throw Error("mxjit internal: unexpected leaf");
+}
+
+void emit_prologue(Ctx& x) {
+  const Plan& pl = x.plan;
+  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const MxParams P) {{\n", pl.threads,
+                       pl.kernel_name);
+  x.out += "  extern __shared__ float4 mx_smem4[];\n  float* const mx_smem = reinterpret_cast<float*>(mx_smem4);\n";
+  int64_t off = 0;
+  const int64_t tile_floats = int64_t(pl.tile_r) * pl.row_stride;
+  for (size_t k = 0; k < x.v.roots.size(); ++k, off += tile_floats)
+    x.out += fmt::format("  float* const tile{} = mx_smem + {};\n", k, off);
+  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+    const BlockSpec& b = block_of(x.v.scales[s]);
+    int64_t nb = (pl.tile_r / (pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1)) * (pl.tile_c / b.size_along(pl.ax_c));
+    x.out += fmt::format("  float* const s{}_mult = mx_smem + {};\n", s, off);
+    x.out += fmt::format("  float* const s{}_val = mx_smem + {};\n", s, off + nb);
+    x.out += fmt::format("  mx_u32* const s{}_info = reinterpret_cast<mx_u32*>(mx_smem + {});\n", s, off + 2 * nb);
+    off += 3 * nb;
+  }
+  x.out += "  mx_i64 t = blockIdx.x;\n";
+  x.out += "  const mx_i64 tc = t % P.tiles_c; t /= P.tiles_c;\n";
+  x.out += "  const mx_i64 tr = t % P.tiles_r; t /= P.tiles_r;\n";
+  for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
+    x.out += fmt::format("  const mx_i64 bi{0} = t % P.shape[{0}]; t /= P.shape[{0}];\n", *it);
+  x.out += fmt::format("  const mx_i64 r0 = tr * {}, c0 = tc * {};\n", pl.tile_r, pl.tile_c);
+  if (pl.ax_r >= 0)
+    x.out += fmt::format("  const int nr = int(P.shape[{0}] - r0 < {1} ? P.shape[{0}] - r0 : {1});\n", pl.ax_r, pl.tile_r);
+  else
+    x.out += "  const int nr = 1;\n";
+  x.out += fmt::format("  const int nc = int(P.shape[{0}] - c0 < {1} ? P.shape[{0}] - c0 : {1});\n", pl.ax_c, pl.tile_c);
+  x.out += "  (void)nr; (void)r0;\n";
+}
+
+// Phase 1: every value tile from the inputs, 16-byte loads along ax_c where the class allows.
+void emit_load(Ctx& x) {
+  const Plan& pl = x.plan;
+  const int V = x.vec;
+  x.out += "  // Phase 1: load the tile and evaluate the value expressions into shared memory.\n";
+  x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", pl.tile_r * (pl.tile_c / V), pl.threads);
+  x.out += fmt::format("    const int r = it / {0}, cv = (it % {0}) * {1};\n", pl.tile_c / V, V);
+  x.out += fmt::format("    const bool row_ok = r < nr;\n    const bool full = row_ok && cv + {} <= nc;\n", V);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
+    const InputDecl& in = x.p.inputs()[k];
+    if (in.kind != InputDecl::tensor) continue;
+    const bool vec_ok = k < x.sc.unit_axis.size() && x.sc.unit_axis[k] == pl.ax_c && x.sc.aligned[k] &&
+                        int(16 / dtype_size(in.dtype)) == V;
+    x.out += fmt::format("    float x{}[{}];\n", k, V);
+    std::string scalar = fmt::format(
+        "      for (int e = 0; e < {0}; ++e) {{ const int c = cv + e; x{1}[e] = (row_ok && c < nc) ? {2}(P.in[{1}], {3}) : 0.0f; }}\n",
+        V, k, load_fn(in.dtype), x.in_offset(int(k), "r", "c"));
+    if (vec_ok) {
+      const char* unpack = in.dtype == DType::bf16 ? "mx_unpack_bf16x8" : in.dtype == DType::f16 ? "mx_unpack_f16x8" : "mx_unpack_f32x4";
+      x.out += fmt::format("    if (full) {{\n      const int c = cv;\n      {}(mx_ld16(static_cast<const char*>(P.in[{}]) + ({}) * {}), x{});\n    }} else {{\n",
+                           unpack, k, x.in_offset(int(k), "r", "c"), dtype_size(in.dtype), k);
+      x.out += scalar + "    }\n";
+    } else {
+      x.out += "    {\n" + scalar + "    }\n";
+    }
+  }
+  x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n      const int c = cv + e;\n", V);
+  x.out += "      const bool ok = row_ok && c < nc;\n";
+  std::string body;
+  ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "v");
+  for (size_t k = 0; k < x.v.roots.size(); ++k) {
+    std::string var = em.emit(x.v.roots[k], body, "      ");
+    body += fmt::format("      tile{}[r * {} + c + (c >> 3)] = ok ? {} : 0.0f;\n", k, pl.row_stride, var);
+  }
+  // Loads of non-tensor leaves happen only for in-range elements.
+  x.out += "      if (!ok) {\n";
+  for (size_t k = 0; k < x.v.roots.size(); ++k)
+    x.out += fmt::format("        tile{}[r * {} + c + (c >> 3)] = 0.0f;\n", k, pl.row_stride);
+  x.out += "        continue;\n      }\n" + body + "    }\n  }\n  __syncthreads();\n";
+}
+
+std::string tile_at(const Plan& pl, int root, const std::string& r, const std::string& c) {
+  return fmt::format("tile{}[({}) * {} + ({}) + (({}) >> 3)]", root, r, pl.row_stride, c, c);
+}
+
+// Phase 2: block amax and the scale of every block in the tile.
+void emit_scales(Ctx& x) {
+  const Plan& pl = x.plan;
+  x.out += "  // Phase 2: block amax (|x| as bits: non-negative floats order like their bits) and scales.\n";
+  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+    const NodePtr& sn = x.v.scales[s];
+    const BlockSpec& b = block_of(sn);
+    const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
+    const int64_t nbc = pl.tile_c / bc, nb = (pl.tile_r / br) * nbc;
+    const int root = x.v.scale_root[s];
+    x.out += fmt::format("  for (int lb = threadIdx.x; lb < {}; lb += {}) {{\n", nb, pl.threads);
+    x.out += fmt::format("    const int rb = lb / {0}, cb = lb % {0};\n    mx_u32 m = 0u;\n", nbc);
+    // Rotate the start column by the lane so that threads of a warp hit different banks.
+    x.out += fmt::format("    for (int i = 0; i < {}; ++i)\n      for (int jj = 0; jj < {}; ++jj) {{\n", br, bc);
+    x.out += fmt::format("        const int j = (jj + int(threadIdx.x)) & {};\n", bc - 1);
+    x.out += fmt::format("        mx_u32 u = mx_bits({}) & 0x7fffffffu;\n",
+                         tile_at(pl, root, fmt::format("rb * {} + i", br), fmt::format("cb * {} + j", bc)));
+    if (x.v.scale_flush[s]) x.out += "        if (u < 0x00800000u) u = 0u;\n";
+    x.out += "        m = u > m ? u : m;\n      }\n";
+    x.out += "    mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n    float mult = 0.0f, sval = 0.0f;\n";
+    const ElemFormat& f = sn->elem;
+    switch (sn->scale_format) {
+      case ScaleFormat::e8m0: {
+        x.out += "    if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n";
+        x.out += sn->policy == NanPolicy::nan_block ? "    else if (m == 0x7f800000u) { byte = 255u; flag = 2u; }\n"
+                                                    : "    else if (m == 0x7f800000u) { byte = 254u; }\n";
+        x.out += "    else if (m == 0u) { byte = 0u; flag = 1u; }\n    else {\n";
+        switch (sn->rule) {
+          case ScaleRule::floor: x.out += fmt::format("      byte = mx_scale_floor(m, {});\n", f.emax()); break;
+          case ScaleRule::ceil: x.out += fmt::format("      byte = mx_scale_ceil(m, {});\n", f.max_normal_log2()); break;
+          case ScaleRule::even: x.out += fmt::format("      byte = mx_scale_even(m, {}, {});\n", f.is_int ? 6 : f.mbits, f.emax()); break;
+          case ScaleRule::rceil:
+            x.out += fmt::format("      byte = mx_scale_rceil(m, {});\n", float_literal(1.0 / f.max_normal()));
+            break;
+          case ScaleRule::custom: {
+            std::string body;
+            ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
+            std::string var = em.emit(sn->args[1], body, "      ");
+            x.out += body + fmt::format("      byte = mx_custom_exponent_byte({});\n", var);
+            x.out += "      if (byte == 255u) flag = 2u;\n";
+            break;
+          }
+        }
+        x.out += "    }\n    if (flag == 0u) mult = mx_e8m0_rcp(byte);\n";
+        break;
+      }
+      case ScaleFormat::f32:
+        x.out += "    {\n      const float a = mx_float(m);\n";
+        x.out += fmt::format("      mult = {} / (a < 1e-12f ? 1e-12f : a);\n      sval = 1.0f / mult;\n    }}\n",
+                             float_literal(f.max_normal()));
+        break;
+      case ScaleFormat::e4m3:
+        throw UsageError("GPU generator: NVFP4 scales run on the CPU reference only in this version");
+    }
+    x.out += fmt::format("    s{0}_mult[lb] = mult;\n    s{0}_val[lb] = sval;\n    s{0}_info[lb] = byte | (flag << 8);\n  }}\n", s);
+  }
+  x.out += "  __syncthreads();\n";
+}
+
+// The offset of output o at domain index (r, c) plus batch indices, with compact strides.
+std::string out_offset(const Ctx& x, int o, const std::string& r, const std::string& c, int packed_axis) {
+  std::string s;
+  for (int a = 0; a < x.plan.rank; ++a) {
+    std::string i = x.idx(a, r, c);
+    if (a == packed_axis) i = fmt::format("({} >> 1)", i);
+    s += fmt::format("{}{} * P.out_stride[{}][{}]", s.empty() ? "" : " + ", i, o, a);
+  }
+  return s;
+}
+
+// Thread mapping of a chunked write: W consecutive elements along the output's innermost axis.
+struct Chunking {
+  bool along_c;  // chunk along ax_c (else along ax_r)
+  int w;         // elements per chunk
+};
+
+void emit_chunk_loop_head(Ctx& x, const Chunking& ch) {
+  const Plan& pl = x.plan;
+  if (ch.along_c) {
+    x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", pl.tile_r * (pl.tile_c / ch.w), pl.threads);
+    x.out += fmt::format("    const int r = it / {0}, cw = (it % {0}) * {1};\n", pl.tile_c / ch.w, ch.w);
+    x.out += fmt::format("    const bool full = r < nr && cw + {} <= nc;\n", ch.w);
+  } else {
+    x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", pl.tile_c * (pl.tile_r / ch.w), pl.threads);
+    x.out += fmt::format("    const int c = it / {0}, rw = (it % {0}) * {1};\n", pl.tile_r / ch.w, ch.w);
+    x.out += fmt::format("    const bool full = c < nc && rw + {} <= nr;\n", ch.w);
+  }
+}
+
+// r and c of element e of the chunk.
+std::pair<std::string, std::string> chunk_rc(const Chunking& ch, const std::string& e) {
+  if (ch.along_c) return {"r", fmt::format("(cw + {})", e)};
+  return {fmt::format("(rw + {})", e), "c"};
+}
+
+std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd) {
+  const bool sr = q->round == Round::stochastic;
+  return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");
+}
+
+// Phase 4: quantized elements, chunk by chunk, packed and stored 16 bytes at a time.
+void emit_elems(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int qi = x.v.output_index[size_t(o)];
+  const NodePtr& q = x.v.quantizes[size_t(qi)];
+  const int si = x.v.quantize_scale[size_t(qi)];
+  const int root = x.v.scale_root[size_t(si)];
+  const BlockSpec& b = block_of(q);
+  const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
+  const int inner = out.layout.order(pl.rank).back();
+  const bool fp4 = q->elem.packed();
+  if (inner != pl.ax_c && inner != pl.ax_r)
+    throw UsageError(fmt::format("GPU generator: output '{}' is stored with axis {} innermost, which is not one of "
+                                 "the tile axes ({}, {})", out.name, inner, pl.ax_r, pl.ax_c));
+  Chunking ch{inner == pl.ax_c, fp4 ? 32 : 16};
+  const int packed_axis = fp4 ? inner : -1;
+  const int nan_code = q->elem.has_nan() ? (1 << (q->elem.bits() - 1)) - 1 : 0;
+  const bool hw_pair = q->round == Round::nearest_even &&
+                       ((x.target.hw_fp8() && (q->elem == e4m3 || q->elem == e5m2)) ||
+                        (x.target.hw_fp4_fp6() && (q->elem == e2m1 || q->elem == e2m3 || q->elem == e3m2)));
+  const char* pair_fn = q->elem == e4m3 ? "mx_cvt_e4m3x2" : q->elem == e5m2 ? "mx_cvt_e5m2x2"
+                        : q->elem == e2m1 ? "mx_cvt_e2m1x2" : q->elem == e2m3 ? "mx_cvt_e2m3x2" : "mx_cvt_e3m2x2";
+  x.out += fmt::format("  // Phase 4: output '{}' ({} codes, innermost axis {}).\n", out.name, q->elem.str(), inner);
+  emit_chunk_loop_head(x, ch);
+  x.out += fmt::format("    mx_u32 code[{}];\n", ch.w);
+  x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; e += 2) {{\n", ch.w);
+  for (int h = 0; h < 2; ++h) {
+    auto [r, c] = chunk_rc(ch, h ? "e + 1" : "e");
+    x.out += fmt::format("      const int r{0} = {1}, c{0} = {2};\n", h, r, c);
+    x.out += fmt::format("      float x{} = {};\n", h, tile_at(pl, root, "r" + std::to_string(h), "c" + std::to_string(h)));
+    if (q->flush_subnormals)
+      x.out += fmt::format("      if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
+    x.out += fmt::format("      const int lb{0} = (r{0} / {1}) * {2} + (c{0} / {3});\n", h, br, pl.tile_c / bc, bc);
+    x.out += fmt::format("      const mx_u32 flag{0} = s{1}_info[lb{0}] >> 8;\n", h, si);
+    x.out += fmt::format("      const float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
+    if (q->round == Round::stochastic) {
+      // Philox counter: the element's row-major linear index in the domain, then the offset.
+      std::string lin = "0";
+      for (int a = 0; a < pl.rank; ++a) lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, x.idx(a, "r" + std::to_string(h), "c" + std::to_string(h)));
+      x.out += fmt::format("      const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", h, lin, q->offset, q->seed);
+    }
+  }
+  if (hw_pair) {
+    x.out += fmt::format("      const mx_u32 pr = {}(y0, y1);\n", pair_fn);
+    if (fp4) x.out += "      mx_u32 k0 = pr & 15u, k1 = pr >> 4;\n";
+    else x.out += "      mx_u32 k0 = pr & 0xffu, k1 = pr >> 8;\n";
+  } else {
+    x.out += fmt::format("      mx_u32 k0 = {}, k1 = {};\n", encode_call(x, q, "y0", "rnd0"), encode_call(x, q, "y1", "rnd1"));
+  }
+  x.out += fmt::format("      if (flag0) k0 = flag0 == 1u ? 0u : {0}u;\n      if (flag1) k1 = flag1 == 1u ? 0u : {0}u;\n", nan_code);
+  x.out += "      code[e] = k0; code[e + 1] = k1;\n    }\n";
+  // Pack and store.
+  auto [r0e, c0e] = chunk_rc(ch, "0");
+  x.out += fmt::format("    mx_u8* const base = static_cast<mx_u8*>(P.out[{}]);\n", o);
+  x.out += fmt::format("    {{\n      const int rs = {}, cs = {};\n      const mx_i64 off = {};\n", r0e, c0e,
+                       out_offset(x, o, "rs", "cs", packed_axis));
+  x.out += "      mx_u32 w[4];\n";
+  if (fp4)
+    x.out += "#pragma unroll\n      for (int i = 0; i < 4; ++i) { w[i] = 0u;\n#pragma unroll\n        for (int j = 0; j < 8; ++j) w[i] |= code[8 * i + j] << (4 * j); }\n";
+  else if (q->elem.bits() == 6 || q->elem.bits() == 8)
+    x.out += "#pragma unroll\n      for (int i = 0; i < 4; ++i) w[i] = (code[4*i] & 0xffu) | ((code[4*i+1] & 0xffu) << 8) | ((code[4*i+2] & 0xffu) << 16) | ((code[4*i+3] & 0xffu) << 24);\n";
+  x.out += "      if (full && mx_aligned16(base + off)) {\n        mx_st16(base + off, mx_v16{w[0], w[1], w[2], w[3]});\n      } else {\n";
+  x.out += fmt::format("        for (int e = 0; e < {}; e += {}) {{\n", ch.w, fp4 ? 2 : 1);
+  auto [re, ce] = chunk_rc(ch, "e");
+  x.out += fmt::format("          const int rr = {}, cc = {};\n          if (rr < nr && cc < nc) {{\n", re, ce);
+  x.out += fmt::format("            const mx_i64 o2 = {};\n", out_offset(x, o, "rr", "cc", packed_axis));
+  x.out += fmt::format("            base[o2] = mx_u8({});\n          }}\n        }}\n      }}\n    }}\n  }}\n",
+                       fp4 ? "(code[e] & 15u) | ((code[e + 1] & 15u) << 4)" : "code[e]");
+}
+
+// Phase 3: scale outputs (linear/permuted or blocked, with the padding this tile owns).
+void emit_scale_output(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int si = x.v.output_index[size_t(o)];
+  const BlockSpec& b = block_of(x.v.scales[size_t(si)]);
+  const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
+  const bool f32 = out.dtype == DType::f32;
+  x.out += fmt::format("  // Phase 3: scales '{}' ({}).\n  {{\n", out.name, out.layout.str());
+  // Scale-index ranges of this tile along the tile axes; the last tile also covers padding.
+  x.out += fmt::format("    const mx_i64 sr0 = r0 / {0}, sc0 = c0 / {1};\n", br, bc);
+  x.out += fmt::format("    mx_i64 nsr = (nr + {0} - 1) / {0}, nsc = (nc + {1} - 1) / {1};\n", br, bc);
+  if (pl.ax_r < 0) x.out += "    const mx_i64 ext_r = 1;\n";
+  else x.out += fmt::format("    const mx_i64 ext_r = P.out_shape[{}][{}];\n", o, pl.ax_r);
+  x.out += fmt::format("    const mx_i64 ext_c = P.out_shape[{}][{}];\n", o, pl.ax_c);
+  std::string row_ax = "-1", col_ax = "-1";
+  int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
+  if (out.layout.is_blocked()) {
+    auto [ra, ca] = blocked_axes(b, pl.rank);
+    row_axis = ra;
+    col_axis = ca;
+    atom_r = out.layout.atom_rows();
+    atom_c = out.layout.atom_cols();
+    if ((ra != pl.ax_r && ra != pl.ax_c) || (ca != pl.ax_r && ca != pl.ax_c))
+      throw UsageError(fmt::format("GPU generator: blocked scales '{}' need their row and column axes on the tile axes",
+                                   out.name));
+    int pad_r = ra == pl.ax_r ? atom_r : atom_c, pad_c = ra == pl.ax_c ? atom_r : atom_c;
+    x.out += fmt::format("    if (tr == P.tiles_r - 1) nsr = ((ext_r + {0} - 1) / {0}) * {0} - sr0;\n", pad_r);
+    x.out += fmt::format("    if (tc == P.tiles_c - 1) nsc = ((ext_c + {0} - 1) / {0}) * {0} - sc0;\n", pad_c);
+  }
+  x.out += "    for (mx_i64 k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
+  x.out += "      const mx_i64 ir = k / nsc, ic = k % nsc;\n      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
+  x.out += "      const bool real = gr < ext_r && gc < ext_c;\n";
+  x.out += fmt::format("      const int lb = int(ir) * {} + int(ic);\n", pl.tile_c / bc);
+  // NaN canonical (0x7fc00000) like the host, whatever payload the GPU's arithmetic made.
+  if (f32) x.out += fmt::format("      const float val = s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb];\n", si);
+  else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
+  // Scale-tensor index along each axis.
+  auto sidx = [&](int a) -> std::string {
+    if (a == pl.ax_r) return "gr";
+    if (a == pl.ax_c) return "gc";
+    return fmt::format("bi{}", a);
+  };
+  if (out.layout.is_blocked()) {
+    std::string bexpr = "0";
+    for (int a = 0; a < pl.rank; ++a)
+      if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);
+    const int lines = atom_r >= 32 ? 32 : atom_r;
+    x.out += fmt::format("      const mx_i64 R = {0}, C = {1};\n", sidx(row_axis), sidx(col_axis));
+    x.out += fmt::format("      const mx_i64 Rp = ((P.out_shape[{0}][{1}] + {2} - 1) / {2}) * {2}, Cp = ((P.out_shape[{0}][{3}] + {4} - 1) / {4}) * {4};\n",
+                         o, row_axis, atom_r, col_axis, atom_c);
+    x.out += fmt::format("      const mx_i64 off = ({}) * Rp * Cp + ((R / {}) * (Cp / {}) + C / {}) * {} + (R % {}) * {} + ((R % {}) / {}) * {} + C % {};\n",
+                         bexpr, atom_r, atom_c, atom_c, atom_r * atom_c, lines, atom_c * (atom_r / lines), atom_r, lines,
+                         atom_c, atom_c);
+    x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[off] = val;\n", o);
+  } else {
+    std::string off;
+    for (int a = 0; a < pl.rank; ++a) off += fmt::format("{}{} * P.out_stride[{}][{}]", off.empty() ? "" : " + ", sidx(a), o, a);
+    x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, off);
+  }
+  x.out += "    }\n  }\n";
+}
+
+// Phase 5: plain values (bf16/f16/f32) and tensor amax.
+void emit_values(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int root = x.v.output_index[size_t(o)];
+  const int inner = out.layout.order(pl.rank).back();
+  Chunking ch{inner != pl.ax_r, 1};
+  const char* st = out.dtype == DType::f32 ? "float" : "mx_u16";
+  const char* cv = out.dtype == DType::f32 ? "" : out.dtype == DType::bf16 ? "mx_u16(mx_f32_to_bf16_bits" : "mx_u16(mx_f32_to_f16_bits";
+  x.out += fmt::format("  // Phase 5: values '{}'.\n", out.name);
+  emit_chunk_loop_head(x, ch);
+  auto [r, c] = chunk_rc(ch, "0");
+  x.out += fmt::format("    const int rr = {}, cc = {};\n    if (rr < nr && cc < nc) {{\n", r, c);
+  x.out += fmt::format("      float val = {};\n      if (val != val) val = mx_float(0x7fc00000u);\n", tile_at(pl, root, "rr", "cc"));
+  x.out += fmt::format("      static_cast<{}*>(P.out[{}])[{}] = {}(val){};\n    }}\n  }}\n", st, o,
+                       out_offset(x, o, "rr", "cc", -1), cv, *cv ? ")" : "");
+}
+
+void emit_amax(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const int root = x.v.output_index[size_t(o)];
+  x.out += fmt::format("  // Phase 5: tensor amax '{}'.\n  {{\n    mx_u32 m = 0u;\n", x.p.outputs()[size_t(o)].name);
+  x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", pl.tile_r * pl.tile_c, pl.threads);
+  x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", pl.tile_c);
+  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n      m = u > m ? u : m;\n    }}\n", tile_at(pl, root, "r", "c"));
+  x.out += "    if (m > 0x7f800000u) m = 0x7fc00000u;\n    m = mx_warp_max_u32(m);\n";
+  x.out += fmt::format("    if ((threadIdx.x & 31) == 0 && m) atomicMax(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
+}
+
+}  // namespace
+
+int param_words(const Pipeline& p) {
+  const int ni = int(p.inputs().size()), no = int(p.outputs().size()), r = p.rank();
+  return ni + no + r + ni * r + 2 * no * r + 2;
+}
+
+GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
+  Plan plan = make_plan(p, target, sc, tuning);
+  Ctx x{p, target, sc, plan, collect_values(p), {}, 8};
+  // Vector width: 16 bytes of the lead tensor input.
+  for (const InputDecl& in : p.inputs())
+    if (in.kind == InputDecl::tensor) { x.vec = int(16 / dtype_size(in.dtype)); break; }
+  // Key-stable kernel name: pipeline, target, stride class and plan.
+  const std::string key = p.hash().hex() + target.arch + sc.str() + plan.str();
+  plan.kernel_name = "mxjit_" + hash128(key).hex().substr(0, 16);
+  emit_banner(x);
+  emit_params(x);
+  emit_prologue(x);
+  emit_load(x);
+  emit_scales(x);
+  for (int o = 0; o < int(p.outputs().size()); ++o) {
+    switch (p.outputs()[size_t(o)].kind) {
+      case OutputKind::scales: emit_scale_output(x, o); break;
+      case OutputKind::elems: emit_elems(x, o); break;
+      case OutputKind::values: emit_values(x, o); break;
+      case OutputKind::amax: emit_amax(x, o); break;
+    }
+  }
+  x.out += "}\n";
+  return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
+}
+
+}  // namespace mxjit::detail

@@ -1,0 +1,153 @@
+#include "codegen/plan.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <set>
+#include <sstream>
+
+#include "codegen/values.hpp"
+#include "dsl/errors.hpp"
+
+namespace mxjit::detail {
+
+std::string StrideClass::str() const {
+  std::string s;
+  for (size_t i = 0; i < unit_axis.size(); ++i)
+    s += fmt::format("{}{}{}", i ? "," : "", unit_axis[i], i < aligned.size() && aligned[i] ? "a" : "");
+  return "sc(" + s + ")";
+}
+
+std::string Tuning::str() const { return fmt::format("tune({},{},{})", tile_r, tile_c, threads); }
+
+std::string Plan::str() const {
+  return fmt::format("plan rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} batch=[{}] "
+                     "zero=[{}] name={}",
+                     rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
+                     fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
+}
+
+Plan Plan::parse(const std::string& text) {
+  Plan p;
+  std::istringstream in(text);
+  std::string word;
+  auto ints = [](const std::string& v) {
+    std::vector<int> r;
+    std::string body = v.substr(1, v.size() - 2), item;
+    std::istringstream s(body);
+    while (std::getline(s, item, ',')) r.push_back(std::stoi(item));
+    return r;
+  };
+  try {
+    while (in >> word) {
+      size_t eq = word.find('=');
+      if (eq == std::string::npos) continue;
+      std::string k = word.substr(0, eq), v = word.substr(eq + 1);
+      if (k == "rank") p.rank = std::stoi(v);
+      else if (k == "ax_r") p.ax_r = std::stoi(v);
+      else if (k == "ax_c") p.ax_c = std::stoi(v);
+      else if (k == "tile") { p.tile_r = std::stoi(v.substr(0, v.find('x'))); p.tile_c = std::stoi(v.substr(v.find('x') + 1)); }
+      else if (k == "row_stride") p.row_stride = std::stoi(v);
+      else if (k == "threads") p.threads = std::stoi(v);
+      else if (k == "roots") p.roots = std::stoi(v);
+      else if (k == "smem") p.smem_bytes = std::stoi(v);
+      else if (k == "batch") p.batch_axes = ints(v);
+      else if (k == "zero") p.zero_outputs = ints(v);
+      else if (k == "name") p.kernel_name = v;
+    }
+  } catch (const std::exception&) {
+    throw Error("mxjit: unreadable launch metadata: " + text);
+  }
+  return p;
+}
+
+namespace {
+
+int first_tensor_input(const Pipeline& p) {
+  for (size_t i = 0; i < p.inputs().size(); ++i)
+    if (p.inputs()[i].kind == InputDecl::tensor || p.inputs()[i].kind == InputDecl::codes) return int(i);
+  return -1;
+}
+
+}  // namespace
+
+Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
+  (void)target;
+  Plan plan;
+  plan.rank = p.rank();
+  const int rank = p.rank();
+  ValueSet values = collect_values(p);
+  for (const NodePtr& q : values.quantizes) {
+    const BlockSpec& b = block_of(q);
+    if (b.jagged())
+      throw UsageError("GPU generator: jagged groups (groups(...)) run on the CPU reference only in this version");
+    if (q->args[1]->scale_format == ScaleFormat::e4m3)
+      throw UsageError("GPU generator: NVFP4 two-level scaling runs on the CPU reference only in this version");
+  }
+  // ax_c: the unit-stride axis of the first tensor input (loads are then 16-byte vectors).
+  int lead = first_tensor_input(p);
+  int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[lead] : -1;
+  std::vector<int> block_axes;
+  for (const NodePtr& q : values.quantizes)
+    for (int a : block_of(q).axes)
+      if (std::find(block_axes.begin(), block_axes.end(), a) == block_axes.end()) block_axes.push_back(a);
+  std::vector<int> inner_axes;
+  for (const Output& o : p.outputs())
+    if (o.kind == OutputKind::elems || o.kind == OutputKind::values) inner_axes.push_back(o.layout.order(rank).back());
+  plan.ax_c = unit >= 0 ? unit : (!block_axes.empty() && block_axes.size() == 1 ? block_axes[0] : rank - 1);
+  if (rank == 1) {
+    plan.ax_r = -1;
+  } else {
+    plan.ax_r = -1;
+    for (int a : block_axes) if (a != plan.ax_c && plan.ax_r < 0) plan.ax_r = a;
+    for (int a : inner_axes) if (a != plan.ax_c && plan.ax_r < 0) plan.ax_r = a;
+    if (plan.ax_r < 0) for (int a = rank - 1; a >= 0; --a) if (a != plan.ax_c) { plan.ax_r = a; break; }
+  }
+  for (int a : block_axes)
+    if (a != plan.ax_c && a != plan.ax_r)
+      throw UsageError(fmt::format(
+          "GPU generator: block axes {} and the input's unit-stride axis {} span more than two axes; one tile "
+          "covers two axes", fmt::join(block_axes, ","), plan.ax_c));
+  for (int a = 0; a < rank; ++a)
+    if (a != plan.ax_r && a != plan.ax_c) plan.batch_axes.push_back(a);
+  // Tile: whole scale blocks in both directions.
+  int64_t br = 1, bc = 1;
+  for (const NodePtr& q : values.quantizes) {
+    const BlockSpec& b = block_of(q);
+    if (plan.ax_r >= 0) br = std::max(br, b.size_along(plan.ax_r));
+    bc = std::max(bc, b.size_along(plan.ax_c));
+  }
+  if (plan.ax_r < 0) {
+    plan.tile_r = 1;
+    plan.tile_c = int(std::max<int64_t>(tuning.tile_c ? tuning.tile_c : 2048, bc));
+  } else {
+    plan.tile_r = int(std::max<int64_t>(tuning.tile_r ? tuning.tile_r : 64, br));
+    plan.tile_c = int(std::max<int64_t>(tuning.tile_c ? tuning.tile_c : 128, bc));
+  }
+  if (plan.tile_r % br || plan.tile_c % bc || plan.tile_c % 32)
+    throw UsageError(fmt::format("tuning: tile {}x{} must be a multiple of the block {}x{} and of 32 columns",
+                                 plan.tile_r, plan.tile_c, br, bc));
+  plan.threads = tuning.threads ? tuning.threads : 256;
+  // Rows padded so that 8-float column groups and consecutive rows fall in different banks
+  // (stride = 16 mod 32 plus one float per 8): 16-byte chunk writes and column reads stay
+  // (nearly) conflict-free.
+  plan.row_stride = plan.tile_c + plan.tile_c / 8;
+  if (plan.row_stride % 32 != 16) plan.row_stride += (16 - plan.row_stride % 32 + 32) % 32;
+  plan.roots = int(values.roots.size());
+  int64_t smem = int64_t(plan.roots) * plan.tile_r * plan.row_stride * 4;
+  for (const NodePtr& q : values.quantizes) {
+    const BlockSpec& b = block_of(q);
+    int64_t nb = (plan.tile_r / (plan.ax_r >= 0 ? b.size_along(plan.ax_r) : 1)) * (plan.tile_c / b.size_along(plan.ax_c));
+    smem += nb * 12;  // multiplier, info word, stored FP32 scale
+  }
+  if (smem > 200 * 1024)
+    throw UsageError(fmt::format("GPU generator: the tile needs {} bytes of shared memory (blocks {}x{}, {} values); "
+                                 "at most 200 KiB fit", smem, br, bc, plan.roots));
+  plan.smem_bytes = int(smem);
+  for (size_t i = 0; i < p.outputs().size(); ++i)
+    if (p.outputs()[i].kind == OutputKind::amax) plan.zero_outputs.push_back(int(i));
+  plan.kernel_name = "mxjit_" + p.hash().hex().substr(0, 16);
+  return plan;
+}
+
+}  // namespace mxjit::detail

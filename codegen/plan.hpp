@@ -1,0 +1,65 @@
+#pragma once
+/// \file IR -> plan: how one kernel covers the domain (tile axes and shape, threads, vector
+/// width, which values live in shared memory). The plan is a value: printable, part of the key.
+///
+/// Every kernel is one launch over tiles. A CTA owns a tile of tile_r x tile_c elements on two
+/// "tile axes" (ax_r, ax_c) and one index of every other ("batch") axis:
+///
+///          ax_c (the input's unit-stride axis: 16-byte loads along it)
+///        +------------------------------+
+///   ax_r | tile_r x tile_c FP32 values  |  -> block amax -> scales -> codes, written
+///        | in shared memory, read once  |     coalesced along each output's own
+///        +------------------------------+     innermost axis (row- or column-wise)
+///
+/// Scale blocks must lie on tile axes, so both a dim0 and a dim1 reduction come from one tile.
+#include <string>
+#include <vector>
+
+#include "codegen/target.hpp"
+#include "dsl/pipeline.hpp"
+
+namespace mxjit::detail {
+
+/// The version of the generator; part of every cache key. Bump when generated code changes.
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-1";
+
+/// The properties of the bound tensors that change the generated code (the "stride class").
+/// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
+/// every shape of its class.
+struct StrideClass {
+  std::vector<int> unit_axis;  ///< per input: the axis with stride 1 (-1: none)
+  std::vector<bool> aligned;   ///< per input: base and every other stride 16-byte aligned
+  /// Canonical text, part of the kernel key.
+  std::string str() const;
+  friend bool operator==(const StrideClass&, const StrideClass&) = default;
+};
+
+/// Free parameters a tuner may set (0 = choose the default).
+struct Tuning {
+  int tile_r = 0, tile_c = 0, threads = 0;
+  std::string str() const;
+};
+
+/// How the kernel covers the domain.
+struct Plan {
+  int rank = 0;
+  int ax_r = -1, ax_c = 0;        ///< tile axes (ax_r = -1 for rank-1 domains)
+  int tile_r = 1, tile_c = 128;   ///< tile extents in elements
+  int row_stride = 0;             ///< shared-memory floats per tile row (padded; see emit)
+  int threads = 256;
+  int roots = 1;                  ///< value tiles held in shared memory
+  int smem_bytes = 0;             ///< dynamic shared memory per CTA
+  std::vector<int> batch_axes;    ///< all other axes, outermost first
+  std::vector<int> zero_outputs;  ///< outputs the launcher zeroes first (tensor amax)
+  std::string kernel_name;
+  /// Canonical text of every field (part of the key and the cache's launch metadata).
+  std::string str() const;
+  /// Parses str() (launch metadata read back from the cache).
+  static Plan parse(const std::string& text);
+};
+
+/// Chooses the plan for `p` on `target` and stride class `sc`. Throws UsageError when the GPU
+/// generator cannot run the pipeline (naming the reason, e.g. jagged groups).
+Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning = {});
+
+}  // namespace mxjit::detail

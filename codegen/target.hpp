@@ -1,0 +1,24 @@
+#pragma once
+/// \file The GPU architecture a kernel is generated and compiled for.
+#include <string>
+
+namespace mxjit {
+
+/// An NVRTC architecture such as "sm_90a" or "sm_100a" and the features code generation uses.
+struct Target {
+  std::string arch;  ///< exact NVRTC arch: "sm_89", "sm_90a", "sm_100a", "sm_100f", "sm_120a", ...
+
+  /// Parses and checks an arch string; throws UsageError naming the accepted forms.
+  static Target parse(const std::string& arch);
+  /// Compute capability as major*10 + minor (90 for sm_90a, 100 for sm_100a).
+  int sm() const;
+  /// True for the arch-specific ('a') or family ('f') variants.
+  bool arch_specific() const;
+  /// cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (sm_89 and later).
+  bool hw_fp8() const { return sm() >= 89; }
+  /// cvt for e2m1/e2m3/e3m2 and ue8m0 (sm_100a/sm_100f/sm_103a/sm_120a...).
+  bool hw_fp4_fp6() const { return sm() >= 100 && arch_specific(); }
+  friend bool operator==(const Target&, const Target&) = default;
+};
+
+}  // namespace mxjit

@@ -1,0 +1,25 @@
+#pragma once
+/// \file What a kernel computes, deduplicated: the value tiles it holds in shared memory, the
+/// block scales it derives from them and the quantizations that use those scales.
+#include <string>
+#include <vector>
+
+#include "dsl/pipeline.hpp"
+
+namespace mxjit::detail {
+
+/// The distinct computations of a pipeline, in first-use order.
+struct ValueSet {
+  std::vector<NodePtr> roots;      ///< value nodes held as FP32 tiles
+  std::vector<NodePtr> scales;     ///< distinct scale nodes
+  std::vector<int> scale_root;     ///< per scale: index into roots
+  std::vector<bool> scale_flush;   ///< per scale: values flushed (a quantize using it flushes)
+  std::vector<NodePtr> quantizes;  ///< distinct quantize nodes
+  std::vector<int> quantize_scale; ///< per quantize: index into scales
+  std::vector<int> output_index;   ///< per output: root (values, amax), scale (scales) or quantize (elems)
+};
+
+/// Collects the distinct roots, scales and quantizations of `p`.
+ValueSet collect_values(const Pipeline& p);
+
+}  // namespace mxjit::detail

@@ -1,0 +1,152 @@
+#include "runtime/bindings.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "dsl/errors.hpp"
+
+namespace mxjit::detail {
+namespace {
+
+const char* device_name(DeviceKind d) { return d == DeviceKind::cuda ? "cuda" : "cpu"; }
+
+std::string shape_text(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+
+void check_common(const std::string& what, const TensorView& v, DType dtype, size_t rank, DeviceKind device) {
+  if (v.dtype != dtype)
+    throw UsageError(fmt::format("{}: dtype is {} but the pipeline declares {}", what, dtype_name(v.dtype),
+                                 dtype_name(dtype)));
+  if (v.shape.size() != rank)
+    throw UsageError(fmt::format("{}: rank is {} but the pipeline declares rank {}", what, v.shape.size(), rank));
+  if (v.strides.size() != v.shape.size())
+    throw UsageError(fmt::format("{}: has {} strides for {} extents", what, v.strides.size(), v.shape.size()));
+  for (size_t a = 0; a < v.shape.size(); ++a) {
+    if (v.shape[a] < 0) throw UsageError(fmt::format("{}: extent {} of axis {} is negative", what, v.shape[a], a));
+    if (v.strides[a] < 0 || (v.strides[a] == 0 && v.shape[a] > 1))
+      throw UsageError(fmt::format("{}: stride {} of axis {} is not positive; mxjit reads positive strides only",
+                                   what, v.strides[a], a));
+  }
+  if (v.device != device)
+    throw UsageError(fmt::format("{}: is on {} but this launch runs on {}", what, device_name(v.device),
+                                 device_name(device)));
+  if (v.numel() > 0 && v.data == nullptr) throw UsageError(fmt::format("{}: data pointer is null", what));
+  if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(dtype) != 0)
+    throw UsageError(fmt::format("{}: data pointer is not aligned to its {}-byte element", what, dtype_size(dtype)));
+}
+
+// Byte range [lo, hi) a view can touch.
+std::pair<uintptr_t, uintptr_t> extent_bytes(const TensorView& v) {
+  uintptr_t lo = reinterpret_cast<uintptr_t>(v.data);
+  if (v.numel() == 0) return {lo, lo};
+  int64_t last = 0;
+  for (size_t a = 0; a < v.shape.size(); ++a) last += (v.shape[a] - 1) * v.strides[a];
+  return {lo, lo + uintptr_t((last + 1) * int64_t(dtype_size(v.dtype)))};
+}
+
+bool packed_in(const NodePtr& n, const std::string& codes) {
+  if (n->op == Op::dequant && n->args[0]->name == codes) return n->elem.packed();
+  for (const NodePtr& a : n->args)
+    if (packed_in(a, codes)) return true;
+  return false;
+}
+
+bool codes_packed(const Pipeline& p, const std::string& codes) {
+  for (const Output& o : p.outputs())
+    if (packed_in(o.node, codes)) return true;
+  return false;
+}
+
+}  // namespace
+
+Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                       DeviceKind device) {
+  if (inputs.size() != p.inputs().size())
+    throw UsageError(fmt::format("launch: {} inputs given but the pipeline takes {}", inputs.size(), p.inputs().size()));
+  if (outputs.size() != p.outputs().size())
+    throw UsageError(fmt::format("launch: {} outputs given but the pipeline writes {}", outputs.size(),
+                                 p.outputs().size()));
+  Binding b;
+  // The domain: the first full-rank input (codes inputs are packed along their block axis).
+  for (size_t k = 0; k < inputs.size() && b.shape.empty(); ++k) {
+    const InputDecl& d = p.inputs()[k];
+    if (d.kind == InputDecl::tensor || d.kind == InputDecl::codes) {
+      b.shape = inputs[k].shape;
+      // FP4 codes hold two elements per byte along the block axis.
+      if (d.kind == InputDecl::codes && codes_packed(p, d.name) && d.axis >= 0 && size_t(d.axis) < b.shape.size())
+        b.shape[size_t(d.axis)] *= 2;
+    }
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const InputDecl& d = p.inputs()[k];
+    const std::string what = fmt::format("input '{}'", d.name);
+    const TensorView& v = inputs[k];
+    switch (d.kind) {
+      case InputDecl::tensor:
+        check_common(what, v, d.dtype, size_t(d.rank), device);
+        if (v.shape != b.shape)
+          throw UsageError(fmt::format("{}: shape {} differs from the domain {}", what, shape_text(v.shape),
+                                       shape_text(b.shape)));
+        break;
+      case InputDecl::vector:
+        check_common(what, v, d.dtype, 1, device);
+        if (v.shape[0] != b.shape.at(size_t(d.axis)))
+          throw UsageError(fmt::format("{}: length {} differs from the domain's extent {} along axis {}", what,
+                                       v.shape[0], b.shape[size_t(d.axis)], d.axis));
+        break;
+      case InputDecl::offsets:
+        check_common(what, v, DType::i32, 1, device);
+        b.groups = v.shape[0];
+        break;
+      case InputDecl::codes:
+      case InputDecl::scales:
+        check_common(what, v, d.dtype, size_t(d.rank), device);
+        break;
+    }
+  }
+  b.empty = std::any_of(b.shape.begin(), b.shape.end(), [](int64_t e) { return e == 0; });
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Output& out = p.outputs()[o];
+    const std::string what = fmt::format("output '{}'", out.name);
+    OutputGeometry g = output_geometry(p, int(o), b.shape, b.groups);
+    const TensorView& v = outputs[o];
+    check_common(what, v, out.dtype, g.view_shape.size(), device);
+    if (v.shape != g.view_shape)
+      throw UsageError(fmt::format("{}: shape {} but {} needs {}{}", what, shape_text(v.shape), out.layout.str(),
+                                   shape_text(g.view_shape),
+                                   g.packed_axis >= 0 ? fmt::format(" (FP4: two codes per byte along axis {})", g.packed_axis) : ""));
+    for (size_t a = 0; a < v.shape.size(); ++a)
+      if (v.shape[a] > 1 && v.strides[a] != g.view_strides[a])
+        throw UsageError(fmt::format("{}: strides {} do not match layout {} (expected {})", what,
+                                     shape_text(v.strides), out.layout.str(), shape_text(g.view_strides)));
+    auto r = extent_bytes(v);
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (r.first < ranges[i].second && ranges[i].first < r.second && r.first != r.second)
+        throw UsageError(fmt::format("{}: overlaps output '{}'", what, p.outputs()[i].name));
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      auto ir = extent_bytes(inputs[k]);
+      if (r.first < ir.second && ir.first < r.second && r.first != r.second)
+        throw UsageError(fmt::format("{}: overlaps input '{}' (mxjit does not cast in place)", what,
+                                     p.inputs()[k].name));
+    }
+    ranges.push_back(r);
+    b.outputs.push_back(std::move(g));
+  }
+  // Stride class: each input's unit-stride axis and whether 16-byte vectors are safe.
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const TensorView& v = inputs[k];
+    int unit = -1;
+    for (int a = int(v.shape.size()) - 1; a >= 0; --a)
+      if (v.strides[size_t(a)] == 1 && v.shape[size_t(a)] > 1) { unit = a; break; }
+    if (unit < 0 && !v.shape.empty() && v.strides.back() == 1) unit = int(v.shape.size()) - 1;
+    bool aligned = reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
+    for (size_t a = 0; a < v.shape.size(); ++a)
+      if (int(a) != unit && v.shape[a] > 1 && (v.strides[a] * int64_t(dtype_size(v.dtype))) % 16 != 0) aligned = false;
+    b.unit_axis.push_back(unit);
+    b.aligned.push_back(aligned && unit >= 0);
+  }
+  return b;
+}
+
+}  // namespace mxjit::detail

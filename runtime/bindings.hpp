@@ -1,0 +1,26 @@
+#pragma once
+/// \file Launch-time checks (shared by the CPU reference and the GPU launcher) of bound tensors against a pipeline, and the stride class they imply.
+#include <span>
+#include <vector>
+
+#include "dsl/geometry.hpp"
+#include "runtime/tensor.hpp"
+
+namespace mxjit::detail {
+
+/// What the checks learned about one launch.
+struct Binding {
+  std::vector<int64_t> shape;          ///< the domain extents
+  int64_t groups = 0;                  ///< jagged groups (offsets extent)
+  std::vector<OutputGeometry> outputs; ///< per output
+  std::vector<int> unit_axis;          ///< per input: the axis with stride 1 (-1: none)
+  std::vector<bool> aligned;           ///< per input: 16-byte aligned base and other strides
+  bool empty = false;                  ///< some extent is 0: nothing to launch
+};
+
+/// Checks `inputs`/`outputs` against `p` (device `device`: cpu or cuda) and throws UsageError
+/// naming the argument and the rule broken.
+Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                       DeviceKind device);
+
+}  // namespace mxjit::detail

@@ -1,0 +1,134 @@
+#include "runtime/kernel.hpp"
+
+#include <fmt/format.h>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "cache/memory_cache.hpp"
+#include "dsl/errors.hpp"
+#include "runtime/bindings.hpp"
+#include "runtime/compile.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+
+namespace mxjit {
+
+Target current_target(int ordinal) {
+  GpuInfo info = gpu_info(ordinal);
+  return Target::parse(nvrtc_arch(info.cc_major, info.cc_minor));
+}
+
+namespace {
+
+// One loaded specialisation.
+struct Loaded {
+  detail::LoadedKernel kernel;
+  detail::Plan plan;
+};
+
+// Tier 1: (pipeline, target, stride class) -> loaded kernel, shared by every Kernel object.
+using SemanticCache = cache::MemoryCache<std::string, std::shared_ptr<Loaded>>;
+SemanticCache& semantic_cache() {
+  static SemanticCache c;
+  return c;
+}
+
+std::shared_ptr<Loaded> load(const Pipeline& p, const Target& t, const detail::StrideClass& sc) {
+  detail::CompiledKernel ck = detail::compile(p, t, sc);
+  try {
+    return std::make_shared<Loaded>(Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.kernel_name), ck.plan});
+  } catch (const CudaError&) {
+    if (!ck.from_disk) throw;
+    // A cached cubin that fails to load is a miss: drop it and compile afresh.
+    detail::evict(ck.content_key);
+    ck = detail::compile(p, t, sc);
+    return std::make_shared<Loaded>(Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.kernel_name), ck.plan});
+  }
+}
+
+}  // namespace
+
+struct Kernel::State {
+  Pipeline pipeline;
+  Target target;
+  std::string hash_prefix;
+  // Per-Kernel tier 0: the specialisations this object launched, checked without hashing.
+  mutable std::shared_mutex mutex;
+  mutable std::vector<std::pair<detail::StrideClass, std::shared_ptr<Loaded>>> seen;
+
+  std::shared_ptr<Loaded> get(const detail::StrideClass& sc) const {
+    {
+      std::shared_lock lock(mutex);
+      for (const auto& [k, v] : seen)
+        if (k == sc) return v;
+    }
+    const std::string key = hash_prefix + sc.str();
+    std::shared_ptr<const std::shared_ptr<Loaded>> found = semantic_cache().find(key);
+    std::shared_ptr<Loaded> loaded = found ? *found : nullptr;
+    if (!loaded) loaded = *semantic_cache().insert(key, load(pipeline, target, sc));
+    std::unique_lock lock(mutex);
+    seen.emplace_back(sc, loaded);
+    return loaded;
+  }
+};
+
+const Pipeline& Kernel::pipeline() const { return state_->pipeline; }
+const Target& Kernel::target() const { return state_->target; }
+
+std::string Kernel::source() const {
+  return detail::generate(state_->pipeline, state_->target, detail::default_stride_class(state_->pipeline)).source;
+}
+
+Kernel jit(const Pipeline& p, const Target& target) {
+  Kernel k;
+  k.state_ = std::make_shared<Kernel::State>();
+  k.state_->pipeline = p;
+  k.state_->target = target;
+  k.state_->hash_prefix = p.hash().hex() + "/" + target.arch + "/";
+  // Compile (or fetch from SQLite) now for the common case; load only where a GPU exists.
+  const detail::StrideClass sc = detail::default_stride_class(p);
+  if (gpu_available()) k.state_->get(sc);
+  else detail::compile(p, target, sc);
+  return k;
+}
+
+void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+  const Pipeline& p = state_->pipeline;
+  detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
+  detail::StrideClass sc{b.unit_axis, b.aligned};
+  std::shared_ptr<Loaded> l = state_->get(sc);
+  const detail::Plan& plan = l->plan;
+  detail::Driver& drv = detail::Driver::get();
+  for (int o : plan.zero_outputs)
+    drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, 4,
+                                  reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
+  if (b.empty) return;
+  const int rank = p.rank();
+  const int64_t tiles_c = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c;
+  const int64_t tiles_r = plan.ax_r >= 0 ? (b.shape[size_t(plan.ax_r)] + plan.tile_r - 1) / plan.tile_r : 1;
+  int64_t batch = 1;
+  for (int a : plan.batch_axes) batch *= b.shape[size_t(a)];
+  const int64_t grid = tiles_c * tiles_r * batch;
+  if (grid >= (int64_t(1) << 31))
+    throw UsageError(fmt::format("launch: {} tiles exceed one launch's 2^31 CTAs", grid));
+  // Parameter block, in the order the generated MxParams declares it (every field 8 bytes).
+  std::vector<int64_t> w;
+  w.reserve(size_t(detail::param_words(p)));
+  for (const TensorView& v : inputs) w.push_back(int64_t(reinterpret_cast<uintptr_t>(v.data)));
+  for (const TensorView& v : outputs) w.push_back(int64_t(reinterpret_cast<uintptr_t>(v.data)));
+  for (int a = 0; a < rank; ++a) w.push_back(b.shape[size_t(a)]);
+  for (const TensorView& v : inputs)
+    for (int a = 0; a < rank; ++a) w.push_back(a < v.rank() ? v.strides[size_t(a)] : 0);
+  for (const OutputGeometry& g : b.outputs)
+    for (int a = 0; a < rank; ++a) w.push_back(a < int(g.view_strides.size()) ? g.view_strides[size_t(a)] : 0);
+  for (const OutputGeometry& g : b.outputs)
+    for (int a = 0; a < rank; ++a) w.push_back(a < int(g.logical_shape.size()) ? g.logical_shape[size_t(a)] : 1);
+  w.push_back(tiles_r);
+  w.push_back(tiles_c);
+  void* args[] = {w.data()};
+  l->kernel.launch({unsigned(grid), 1, 1}, {unsigned(plan.threads), 1, 1}, unsigned(plan.smem_bytes), stream, args);
+}
+
+}  // namespace mxjit

@@ -1,0 +1,51 @@
+#pragma once
+/// \file `jit(pipeline, target)` and the Kernel it returns: checks every binding, picks (or
+/// compiles) the kernel specialised for the bound views' stride class, and launches it.
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "codegen/target.hpp"
+#include "dsl/pipeline.hpp"
+#include "runtime/tensor.hpp"
+
+namespace mxjit {
+
+/// The exact NVRTC target of GPU `ordinal` (e.g. sm_90a on an H100). Throws CudaError without one.
+Target current_target(int ordinal = 0);
+
+/// A pipeline ready to launch on one target. Cheap to copy; thread-safe.
+class Kernel {
+ public:
+  /// Launches on `stream` (0: the legacy default stream). `inputs` follow pipeline().inputs(),
+  /// `outputs` pipeline().outputs(); every view is checked first (dtype, rank, extents, strides
+  /// of the declared layout, device, null pointers, overlaps) and a mismatch throws UsageError
+  /// naming the argument. Empty domains launch nothing.
+  void operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const;
+  /// Same, with initializer lists: `k(stream, {x}, {q, s})`.
+  void operator()(uint64_t stream, std::initializer_list<TensorView> inputs,
+                  std::initializer_list<TensorView> outputs) const {
+    (*this)(stream, std::span<const TensorView>(inputs.begin(), inputs.size()),
+            std::span<const TensorView>(outputs.begin(), outputs.size()));
+  }
+  /// The pipeline this kernel runs.
+  const Pipeline& pipeline() const;
+  /// The target it was compiled for.
+  const Target& target() const;
+  /// Source generated for the default (contiguous, aligned) stride class.
+  std::string source() const;
+
+  struct State;
+
+ private:
+  friend Kernel jit(const Pipeline& p, const Target& target);
+  std::shared_ptr<State> state_;
+};
+
+/// Compiles (or finds in the cache) the kernel for `p` on `target` for contiguous inputs, and
+/// returns a Kernel that specialises further for other stride classes on first launch.
+Kernel jit(const Pipeline& p, const Target& target);
+/// jit() for the current GPU.
+inline Kernel jit(const Pipeline& p) { return jit(p, current_target()); }
+
+}  // namespace mxjit

@@ -1,0 +1,181 @@
+// mxjit conversions: E8M0 scale rules with integer bit operations, and element encoders.
+// The software encoder serves every format on every arch (FP6/FP4/INT8 on sm_90, stochastic
+// rounding everywhere); hardware cvt wrappers are used where the arch has them.
+
+// ---- E8M0 scale rules (DESIGN §4). a = |amax| bit pattern, sign clear, not NaN/Inf/0. -------
+// floor(log2(a)) exactly, subnormal a included.
+MX_D int mx_floor_log2_bits(mx_u32 a) {
+  return a >= 0x00800000u ? int(a >> 23) - 127 : (31 - __clz(a)) - 149;
+}
+MX_D int mx_ceil_log2_bits(mx_u32 a) {
+  int e = mx_floor_log2_bits(a);
+  bool pow2 = a >= 0x00800000u ? (a & 0x7fffffu) == 0 : (a & (a - 1)) == 0;
+  return pow2 ? e : e + 1;
+}
+MX_D mx_u32 mx_clamp_biased(int e) { e += 127; return mx_u32(e < 0 ? 0 : (e > 254 ? 254 : e)); }
+
+// FLOOR: floor(log2(amax)) - emax.
+MX_D mx_u32 mx_scale_floor(mx_u32 a, int emax) { return mx_clamp_biased(mx_floor_log2_bits(a) - emax); }
+// CEIL: ceil(log2(amax)) - floor(log2(max_normal)).
+MX_D mx_u32 mx_scale_ceil(mx_u32 a, int max_log2) { return mx_clamp_biased(mx_ceil_log2_bits(a) - max_log2); }
+// EVEN: RNE-round away the low (23 - mbits) bits of the pattern (carry may bump the exponent),
+// then FLOOR.
+MX_D mx_u32 mx_scale_even(mx_u32 a, int mbits, int emax) {
+  int sh = 23 - mbits;
+  mx_u32 low = a & ((1u << sh) - 1u), half = 1u << (sh - 1);
+  mx_u32 r = a >> sh;
+  if (low > half || (low == half && (r & 1u))) r += 1u;
+  return mx_clamp_biased(mx_floor_log2_bits(r << sh) - emax);
+}
+// RCEIL: round amax * (1/max_normal) up to a power of two (cvt.rp.satfinite.ue8m0x2.f32).
+MX_D mx_u32 mx_scale_rceil(mx_u32 a, float rcp_max) {
+  mx_u32 v = mx_bits(mx_float(a) * rcp_max);
+#if MXJIT_HW_UE8M0
+  mx_u16 d;
+  float f = mx_float(v);
+  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(d) : "f"(f), "f"(f));
+  return d & 0xffu;
+#else
+  mx_u32 ef = v >> 23, m = v & 0x7fffffu;
+  if (ef == 0) return m > 0x400000u ? 1u : 0u;  // subnormal: <= 2^-127 rounds up to 2^-127
+  mx_u32 b = ef + (m != 0u ? 1u : 0u);
+  return b > 254u ? 254u : b;
+#endif
+}
+// The exact element multiplier 2^(127 - byte) (byte 254 gives the subnormal 2^-127).
+MX_D float mx_e8m0_rcp(mx_u32 byte) { return byte == 254u ? mx_float(0x00400000u) : mx_float((254u - byte) << 23); }
+// The scale's value 2^(byte - 127) (byte 0 gives the subnormal 2^-127).
+MX_D float mx_e8m0_value(mx_u32 byte) {
+  return byte == 255u ? mx_float(0x7fc00000u) : (byte == 0u ? mx_float(0x00400000u) : mx_float(byte << 23));
+}
+// floor/ceil(log2(x)) as FP32 for user scale expressions (x<0 or NaN: NaN, 0: -Inf, Inf: Inf).
+MX_D float mx_floor_log2f(float x) {
+  mx_u32 u = mx_bits(x);
+  if (x != x || (u >> 31)) return x == 0.0f ? mx_float(0xff800000u) : mx_float(0x7fc00000u);
+  if (u == 0u) return mx_float(0xff800000u);
+  if (u == 0x7f800000u) return x;
+  return float(mx_floor_log2_bits(u));
+}
+MX_D float mx_ceil_log2f(float x) {
+  mx_u32 u = mx_bits(x);
+  if (x != x || (u >> 31)) return x == 0.0f ? mx_float(0xff800000u) : mx_float(0x7fc00000u);
+  if (u == 0u) return mx_float(0xff800000u);
+  if (u == 0x7f800000u) return x;
+  return float(mx_ceil_log2_bits(u));
+}
+// A user expression's exponent (rounded toward -inf) to a biased byte; NaN -> 0xFF.
+MX_D mx_u32 mx_custom_exponent_byte(float e) {
+  if (e != e) return 255u;
+  if (e <= -127.0f) return 0u;
+  if (e >= 127.0f) return 254u;
+  int i = int(e);  // truncates toward zero; step down for negative non-integers
+  if (float(i) > e) i -= 1;
+  return mx_u32(i + 127);
+}
+
+// ---- Element encoders ----------------------------------------------------------------------
+// Software encoder for any (EB, MB) format (SPEC 0 none / 1 fn / 2 ieee; ISINT for MXINT8),
+// round to nearest even (SR=false) or stochastically with 32 random bits rnd.
+template <int EB, int MB, int SPEC, bool ISINT>
+MX_D mx_u32 mx_encode_sw(float v, bool sr, mx_u32 rnd) {
+  mx_u32 u = mx_bits(v), sign = u >> 31;
+  u &= 0x7fffffffu;
+  constexpr int kBits = ISINT ? 8 : 1 + EB + MB;
+  if (u > 0x7f800000u) return SPEC == 0 ? 0u : (1u << (kBits - 1)) - 1u;  // NaN: S=0, all ones
+  constexpr int kBias = ISINT ? 0 : (1 << (EB - 1)) - 1;
+  constexpr int kEmin = 1 - kBias;
+  constexpr mx_u32 kMaxField = ISINT ? 0u : (SPEC == 2 ? (1u << EB) - 2u : (1u << EB) - 1u);
+  constexpr mx_u32 kMaxMant = ISINT ? 127u : (SPEC == 1 ? (1u << MB) - 2u : (1u << MB) - 1u);
+  constexpr mx_u32 kMaxCode = ISINT ? 127u : ((kMaxField << MB) | kMaxMant);
+  mx_u32 mag;
+  if (u == 0x7f800000u) {
+    mag = kMaxCode;  // satfinite
+  } else {
+    int e = u >= 0x00800000u ? int(u >> 23) - 127 : -126;
+    mx_u64 m = u >= 0x00800000u ? ((u & 0x7fffffu) | 0x800000u) : u;
+    int te = ISINT ? 0 : (e > kEmin ? e : kEmin);
+    int q = ISINT ? -MB : te - MB;  // exponent of one quantum
+    int d = q - (e - 23);           // bits to drop
+    mx_u64 k;
+    if (d <= 0) {
+      k = d < -40 ? (1ull << 40) : (m << (-d));
+    } else if (d >= 64) {
+      k = 0;
+      if (sr) { /* frac * 2^32 < 1 */ }
+    } else {
+      k = m >> d;
+      mx_u64 rem = m & ((1ull << d) - 1ull);
+      if (sr) {
+        mx_u64 frac32 = d <= 32 ? (rem << (32 - d)) : (rem >> (d - 32));
+        if (mx_u64(rnd) < frac32) k += 1;
+      } else {
+        mx_u64 half = 1ull << (d - 1);
+        if (rem > half || (rem == half && (k & 1ull))) k += 1;
+      }
+    }
+    if (ISINT) {
+      mag = k > 127ull ? 127u : mx_u32(k);
+      return sign && mag ? (256u - mag) & 0xffu : mag;
+    }
+    if (k < (1ull << MB)) {
+      mag = mx_u32(k);  // subnormal (te == emin)
+    } else {
+      int field = te + kBias;
+      if (k >= (2ull << MB)) { k >>= 1; field += 1; }
+      mx_u32 mant = mx_u32(k - (1ull << MB));
+      if (field > int(kMaxField) || (field == int(kMaxField) && mant > kMaxMant)) mag = kMaxCode;
+      else mag = (mx_u32(field) << MB) | mant;
+    }
+  }
+  if (ISINT) return sign && mag ? (256u - mag) & 0xffu : mag;
+  return (sign << (kBits - 1)) | mag;
+}
+
+// Hardware FP8 pair conversions (sm_89+): lo -> low byte, hi -> high byte; RNE, satfinite.
+MX_D mx_u32 mx_cvt_e4m3x2(float lo, float hi) {
+  mx_u16 d;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+MX_D mx_u32 mx_cvt_e5m2x2(float lo, float hi) {
+  mx_u16 d;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+#if MXJIT_HW_FP4FP6
+// sm_100a+: FP4 / FP6 pair conversions. FP4: lo -> low nibble; FP6: one code per byte.
+MX_D mx_u32 mx_cvt_e2m1x2(float lo, float hi) {
+  mx_u32 d;
+  asm("{ .reg .b8 t; cvt.rn.satfinite.e2m1x2.f32 t, %1, %2; cvt.u32.u8 %0, t; }" : "=r"(d) : "f"(hi), "f"(lo));
+  return d & 0xffu;
+}
+MX_D mx_u32 mx_cvt_e2m3x2(float lo, float hi) {
+  mx_u16 d;
+  asm("cvt.rn.satfinite.e2m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+MX_D mx_u32 mx_cvt_e3m2x2(float lo, float hi) {
+  mx_u16 d;
+  asm("cvt.rn.satfinite.e3m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+#endif
+
+// FP32 -> stored value types for plain outputs.
+MX_D mx_u32 mx_f32_to_bf16_bits(float f) { return mx_f32_to_bf16_rne(f); }
+MX_D mx_u32 mx_f32_to_f16_bits(float f) { return mx_f32_to_f16_rne(f); }
+
+// Decoders for dequantize: a generic (EB, MB) decoder through exact arithmetic.
+template <int EB, int MB, int SPEC, bool ISINT>
+MX_D float mx_decode_sw(mx_u32 c) {
+  if (ISINT) { int k = c >= 128u ? int(c) - 256 : int(c); return float(k) * (1.0f / float(1 << MB)); }
+  constexpr int kBits = 1 + EB + MB;
+  constexpr int kBias = (1 << (EB - 1)) - 1;
+  mx_u32 sign = (c >> (kBits - 1)) & 1u, field = (c >> MB) & ((1u << EB) - 1u), mant = c & ((1u << MB) - 1u);
+  float r;
+  if (SPEC == 1 && field == (1u << EB) - 1u && mant == (1u << MB) - 1u) return mx_float(0x7fc00000u);
+  if (SPEC == 2 && field == (1u << EB) - 1u) r = mant ? mx_float(0x7fc00000u) : mx_float(0x7f800000u);
+  else if (field == 0) r = float(mant) * mx_float(mx_u32(127 + 1 - kBias - MB) << 23);
+  else r = (1.0f + float(mant) / float(1 << MB)) * mx_float(mx_u32(int(field) - kBias + 127) << 23);
+  return sign ? -r : r;
+}

@@ -1,0 +1,65 @@
+// mxjit prelude: fixed-width types, bit casts, loads and stores. Included (as text) at the top
+// of every generated kernel; generated code includes nothing else, so NVRTC parses no headers.
+typedef unsigned char mx_u8;
+typedef unsigned short mx_u16;
+typedef unsigned int mx_u32;
+typedef unsigned long long mx_u64;
+typedef long long mx_i64;
+
+#ifndef MX_HD
+#define MX_HD __host__ __device__ __forceinline__
+#endif
+#define MX_D __device__ __forceinline__
+
+MX_D mx_u32 mx_bits(float f) { return __float_as_uint(f); }
+MX_D float mx_float(mx_u32 u) { return __uint_as_float(u); }
+
+// 16-byte vector loads/stores (the caller proves alignment).
+struct mx_v16 { mx_u32 x, y, z, w; };
+MX_D mx_v16 mx_ld16(const void* p) {
+  mx_v16 v;
+  asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+MX_D void mx_st16(void* p, mx_v16 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+MX_D bool mx_aligned16(const void* p) { return (reinterpret_cast<mx_u64>(p) & 15ull) == 0; }
+
+// Scalar element loads, widened to FP32 exactly.
+MX_D float mx_ld_bf16(const void* p, mx_i64 i) { return mx_bf16_to_f32(static_cast<const mx_u16*>(p)[i]); }
+MX_D float mx_ld_f16(const void* p, mx_i64 i) { return mx_f16_to_f32(static_cast<const mx_u16*>(p)[i]); }
+MX_D float mx_ld_f32(const void* p, mx_i64 i) { return static_cast<const float*>(p)[i]; }
+MX_D mx_u8 mx_ld_u8(const void* p, mx_i64 i) { return static_cast<const mx_u8*>(p)[i]; }
+
+// Unpack 16 loaded bytes into FP32 lanes.
+MX_D void mx_unpack_bf16x8(mx_v16 v, float* o) {
+  mx_u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { o[2*i] = mx_float(w[i] << 16); o[2*i+1] = mx_float(w[i] & 0xffff0000u); }
+}
+MX_D void mx_unpack_f16x8(mx_v16 v, float* o) {
+  mx_u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { o[2*i] = mx_f16_to_f32(w[i] & 0xffffu); o[2*i+1] = mx_f16_to_f32(w[i] >> 16); }
+}
+MX_D void mx_unpack_f32x4(mx_v16 v, float* o) {
+  o[0] = mx_float(v.x); o[1] = mx_float(v.y); o[2] = mx_float(v.z); o[3] = mx_float(v.w);
+}
+
+// Block-wide max of non-negative float bit patterns (|x| orders like its bits; NaN is largest).
+MX_D mx_u32 mx_warp_max_u32(mx_u32 v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) { mx_u32 w = __shfl_xor_sync(0xffffffffu, v, o); v = v > w ? v : w; }
+  return v;
+}
+
+// Word 0 of Philox4x32-10 for counter {i_lo, i_hi, offset_lo, offset_hi}, key {seed_lo, seed_hi}.
+MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
+  unsigned ctr[4] = {unsigned(i), unsigned(i >> 32), unsigned(offset), unsigned(offset >> 32)};
+  unsigned key[2] = {unsigned(seed), unsigned(seed >> 32)};
+  unsigned out[4];
+  mx_philox4x32_10(ctr, key, out);
+  return out[0];
+}

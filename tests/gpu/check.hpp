@@ -1,0 +1,86 @@
+#pragma once
+// GPU-vs-reference comparison: every byte of every output, with differently poisoned buffers so
+// that an unwritten byte on either side is a mismatch.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+#include "runtime/kernel.hpp"
+#include "runtime/reference/executor.hpp"
+#include "support/tensors.hpp"
+
+namespace mxjit::test {
+
+/// Skips the calling test (one line) when no GPU is present.
+#define MXJIT_REQUIRE_GPU()                                                            \
+  do {                                                                                 \
+    if (!::mxjit::gpu_available()) {                                                   \
+      MESSAGE("skipped: no GPU (" << ::mxjit::gpu_unavailable_reason() << ")");        \
+      return;                                                                          \
+    }                                                                                  \
+  } while (0)
+
+/// Counters for the run record.
+struct GpuRunStats {
+  int launches = 0;
+  int64_t bytes_checked = 0;
+};
+inline GpuRunStats& gpu_stats() {
+  static GpuRunStats s;
+  return s;
+}
+
+/// Runs `k` on the GPU and the reference on the host for `inputs` (host tensors of the domain
+/// `shape`), and compares every output byte. Returns the number of mismatching bytes.
+inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>& inputs, const std::string& label,
+                                       int64_t groups = 0) {
+  const Pipeline& p = k.pipeline();
+  std::vector<TensorView> host_in, dev_in;
+  std::vector<DeviceTensor> dev_in_store;
+  for (HostTensor& h : inputs) {
+    host_in.push_back(h.v);
+    dev_in_store.push_back(DeviceTensor::of(h));
+  }
+  for (DeviceTensor& d : dev_in_store) dev_in.push_back(d.v);
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < p.inputs().size(); ++i)
+    if (p.inputs()[i].kind == InputDecl::tensor) { shape = inputs[i].v.shape; break; }
+  std::vector<HostTensor> ref_out, gpu_out;
+  std::vector<DeviceTensor> dev_out_store;
+  std::vector<TensorView> ref_views, dev_views;
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    OutputGeometry g = output_geometry(p, int(o), shape, groups);
+    ref_out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
+    std::fill(ref_out.back().bytes.begin(), ref_out.back().bytes.end(), uint8_t(0xA5));
+    gpu_out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
+    std::fill(gpu_out.back().bytes.begin(), gpu_out.back().bytes.end(), uint8_t(0x5A));
+    dev_out_store.push_back(DeviceTensor::of(gpu_out.back()));
+  }
+  for (HostTensor& h : ref_out) ref_views.push_back(h.v);
+  for (DeviceTensor& d : dev_out_store) dev_views.push_back(d.v);
+  reference::run(p, host_in, ref_views);
+  k(0, dev_in, dev_views);
+  Stream::null().synchronize();
+  int64_t bad = 0;
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    dev_out_store[o].download(gpu_out[o]);
+    const size_t n = ref_out[o].bytes.size() - 64;  // the guard tail is never part of the view
+    int shown = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (ref_out[o].bytes[i] != gpu_out[o].bytes[i]) {
+        if (shown++ < 6)
+          MESSAGE(fmt::format("{}: output '{}' byte {}: reference 0x{:02x} gpu 0x{:02x}", label, p.outputs()[o].name,
+                              i, ref_out[o].bytes[i], gpu_out[o].bytes[i]));
+        ++bad;
+      }
+    }
+    gpu_stats().bytes_checked += int64_t(n);
+  }
+  gpu_stats().launches += 1;
+  return bad;
+}
+
+}  // namespace mxjit::test

@@ -1,0 +1,198 @@
+// GPU bit-exactness: every generated variant against the CPU reference, every byte, poisoned
+// outputs, random and adversarial inputs. Skips (one line per test) without a GPU.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "gpu/check.hpp"
+
+using namespace mxjit;
+using namespace mxjit::test;
+
+namespace {
+
+const ElemFormat kFormats[] = {e4m3, e5m2, e2m3, e3m2, e2m1, int8};
+const ScaleRule kRules[] = {ScaleRule::floor, ScaleRule::rceil, ScaleRule::ceil, ScaleRule::even};
+
+// A single cast of x along `axis` with elements in `elems_layout` and scales in `scales_layout`.
+Pipeline single_cast(DType dt, int rank_, int axis, ElemFormat f, ScaleRule rule, Layout elems_layout,
+                     Layout scales_layout, NanPolicy policy = NanPolicy::nan_block, int64_t block = 32) {
+  auto x = input("x", dt, rank(rank_));
+  auto s = e8m0_scale(amax(blocks(x, axis, block)), f, rule, policy);
+  return pipeline({output("q", cast(f, x / s), elems_layout), output("s", s, scales_layout)});
+}
+
+int64_t run_case(const Pipeline& p, std::vector<int64_t> shape, uint64_t seed, bool adversarial,
+                 std::vector<int64_t> strides = {}, DType dt = DType::bf16) {
+  Kernel k = jit(p);
+  std::vector<HostTensor> in;
+  in.emplace_back(dt, shape, strides);
+  fill_random(in.back(), seed, adversarial);
+  return check_against_reference(k, in, fmt::format("{} shape [{}]", p.outputs()[0].node->elem.str(), fmt::join(shape, ",")));
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("every format and rule, dim0 and dim1, linear and blocked scales") {
+  MXJIT_REQUIRE_GPU();
+  int cases = 0;
+  for (ElemFormat f : kFormats)
+    for (ScaleRule rule : kRules) {
+      // dim0: blocks along the contiguous axis, row-major codes.
+      CHECK(run_case(single_cast(DType::bf16, 2, 1, f, rule, layout::row_major(), layout::linear()), {96, 160}, 1, true) == 0);
+      // dim1: blocks along axis 0, codes written column-major directly, MN-major blocked scales.
+      CHECK(run_case(single_cast(DType::bf16, 2, 0, f, rule, layout::col_major(), layout::blocked_128x4()), {160, 96}, 2, true) == 0);
+      CHECK(run_case(single_cast(DType::bf16, 2, 1, f, rule, layout::row_major(), layout::blocked_128x4()), {200, 256}, 3, false) == 0);
+      cases += 3;
+    }
+  MESSAGE("format x rule cases: " << cases);
+}
+
+TEST_CASE("both NaN policies on adversarial blocks") {
+  MXJIT_REQUIRE_GPU();
+  for (NanPolicy pol : {NanPolicy::nan_block, NanPolicy::satfinite})
+    for (ElemFormat f : {e4m3, e5m2, e2m1})
+      CHECK(run_case(single_cast(DType::bf16, 2, 1, f, ScaleRule::rceil, layout::row_major(), layout::linear(), pol),
+                     {64, 256}, 11, true) == 0);
+}
+
+TEST_CASE("fifty shapes with tails, dim0 and dim1") {
+  MXJIT_REQUIRE_GPU();
+  Pipeline d0 = single_cast(DType::bf16, 2, 1, e4m3, ScaleRule::rceil, layout::row_major(), layout::blocked_128x4());
+  Pipeline d1 = single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::floor, layout::col_major(), layout::linear());
+  int shapes = 0;
+  const int64_t rows[] = {1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 300};
+  const int64_t cols[] = {32, 64, 96, 130, 200, 256, 520};
+  for (int64_t r : rows)
+    for (int64_t c : cols) {
+      if ((r * c) % 3 != 0 && shapes > 60) continue;
+      CHECK(run_case(d0, {r, c}, uint64_t(r * 1000 + c), (r + c) % 2 == 0) == 0);
+      CHECK(run_case(d1, {c, r}, uint64_t(r * 7 + c), (r + c) % 2 == 1) == 0);
+      shapes += 2;
+    }
+  MESSAGE("shapes checked: " << shapes);
+}
+
+TEST_CASE("3-D expert weights cast along N, written per-expert column-major, E = 1..64") {
+  MXJIT_REQUIRE_GPU();
+  auto x = input("x", DType::bf16, rank(3));
+  auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  Pipeline p = pipeline({output("q", cast(e4m3, x / s), layout::expert_col_major()),
+                         output("s", s, layout::blocked_128x4())});
+  for (int64_t e : {1, 2, 4, 7, 16, 64})
+    CHECK(run_case(p, {e, 96, 160}, uint64_t(e), e % 2 == 0) == 0);
+  CHECK(run_case(p, {3, 70, 130}, 5, true) == 0);
+}
+
+TEST_CASE("dim0 and dim1 from one read of the input") {
+  MXJIT_REQUIRE_GPU();
+  auto x = input("x", DType::bf16, rank(2));
+  auto s0 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  auto s1 = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::rceil);
+  Pipeline p = pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4()),
+                         output("q1", cast(e4m3, x / s1), layout::col_major()), output("s1", s1, layout::blocked_128x4())});
+  for (auto sh : std::vector<std::vector<int64_t>>{{256, 256}, {130, 96}, {64, 520}, {33, 32}})
+    CHECK(run_case(p, sh, uint64_t(sh[0]), true) == 0);
+}
+
+TEST_CASE("strided inputs: column-major, sliced, permuted 3-D; fp32 and fp16 inputs") {
+  MXJIT_REQUIRE_GPU();
+  Pipeline d0 = single_cast(DType::bf16, 2, 1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear());
+  Pipeline d1 = single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear());
+  CHECK(run_case(d0, {96, 128}, 1, true, {1, 96}) == 0);      // column-major input
+  CHECK(run_case(d1, {96, 128}, 2, true, {1, 96}) == 0);
+  CHECK(run_case(d0, {64, 96}, 3, true, {200, 1}) == 0);      // sliced rows (aligned)
+  CHECK(run_case(d0, {64, 96}, 4, true, {101, 1}) == 0);      // sliced rows (unaligned)
+  CHECK(run_case(d1, {70, 66}, 5, true, {3, 300}) == 0);      // no unit stride at all
+  auto x3 = input("x", DType::bf16, rank(3));
+  auto s3 = e8m0_scale(amax(blocks(x3, 1, 32)), e4m3, ScaleRule::floor);
+  Pipeline p3 = pipeline({output("q", cast(e4m3, x3 / s3), layout::expert_col_major()), output("s", s3)});
+  CHECK(run_case(p3, {4, 64, 96}, 6, true, {64, 1, 256}) == 0);  // (E,N,K) with N contiguous
+  CHECK(run_case(single_cast(DType::f32, 2, 1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()), {64, 128}, 7, true, {}, DType::f32) == 0);
+  CHECK(run_case(single_cast(DType::f16, 2, 0, e5m2, ScaleRule::floor, layout::col_major(), layout::linear()), {64, 128}, 8, true, {}, DType::f16) == 0);
+}
+
+TEST_CASE("stochastic rounding, flush, custom rule, FP32 scales, 2-D blocks, block sizes") {
+  MXJIT_REQUIRE_GPU();
+  auto x = input("x", DType::bf16, rank(2));
+  {
+    auto s = e8m0_scale(amax(blocks(x, 1, 32)), e2m1, ScaleRule::floor);
+    CastOptions o;
+    o.seed = 1234;
+    o.offset = 7;
+    o.flush_subnormals = true;
+    Pipeline p = pipeline({output("q", cast(e2m1, x / s, Round::stochastic, Saturate::finite, o)), output("s", s)});
+    CHECK(run_case(p, {64, 256}, 21, true) == 0);
+    auto s8 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+    Pipeline p8 = pipeline({output("q", cast(e4m3, x / s8, Round::stochastic, Saturate::finite, o)), output("s", s8)});
+    CHECK(run_case(p8, {64, 256}, 22, true) == 0);
+  }
+  {
+    auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ceil_log2(amax_var() * (1.0 / 448)) + 1.0);
+    Pipeline p = pipeline({output("q", cast(e4m3, x / s)), output("s", s)});
+    CHECK(run_case(p, {64, 256}, 23, true) == 0);
+  }
+  {
+    auto s = f32_scale(amax(blocks(x, 0, 32)), e4m3);
+    Pipeline p = pipeline({output("q", cast(e4m3, x / s), layout::col_major()), output("s", s)});
+    CHECK(run_case(p, {96, 64}, 24, true) == 0);
+  }
+  {
+    auto s = e8m0_scale(amax(blocks(x, {0, 1}, {32, 32})), e4m3, ScaleRule::floor);
+    Pipeline p = pipeline({output("q", cast(e4m3, x / s)), output("q_t", cast(e4m3, x / s), layout::col_major()),
+                           output("s", s)});
+    CHECK(run_case(p, {96, 160}, 25, true) == 0);
+  }
+  for (int64_t b : {16, 64, 128}) {
+    CHECK(run_case(single_cast(DType::bf16, 2, 1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear(),
+                               NanPolicy::nan_block, b), {64, 384}, uint64_t(b), true) == 0);
+  }
+}
+
+TEST_CASE("fused prologues, amax output, dequantize") {
+  MXJIT_REQUIRE_GPU();
+  auto a = input("a", DType::bf16, rank(2));
+  auto b = input("b", DType::bf16, rank(2));
+  auto v = swiglu(a, b);
+  auto s = e8m0_scale(amax(blocks(v, 1, 32)), e4m3, ScaleRule::rceil);
+  Pipeline p = pipeline({output("q", cast(e4m3, v / s)), output("s", s), output("amax", amax(v))});
+  Kernel k = jit(p);
+  std::vector<HostTensor> in;
+  in.emplace_back(DType::bf16, std::vector<int64_t>{64, 256});
+  in.emplace_back(DType::bf16, std::vector<int64_t>{64, 256});
+  fill_random(in[0], 31, false);
+  fill_random(in[1], 32, false);
+  CHECK(check_against_reference(k, in, "swiglu") == 0);
+
+  auto x = input("x", DType::bf16, rank(2));
+  auto g = gelu(x * vec("w", DType::f32, 1, rank(2)), Gelu::erf);
+  auto sg = e8m0_scale(amax(blocks(g, 1, 32)), e4m3, ScaleRule::floor);
+  Pipeline pg = pipeline({output("q", cast(e4m3, g / sg)), output("s", sg), output("y", relu(g) - 1.0, DType::bf16)});
+  std::vector<HostTensor> in2;
+  in2.emplace_back(DType::bf16, std::vector<int64_t>{64, 128});
+  in2.emplace_back(DType::f32, std::vector<int64_t>{128});
+  fill_random(in2[0], 33, true);
+  fill_random(in2[1], 34, false);
+  CHECK(check_against_reference(jit(pg), in2, "gelu*w") == 0);
+
+  for (ElemFormat f : {e4m3, e2m1}) {
+    Expr d = dequantize("q", "s", f, ScaleFormat::e8m0, rank(2), 1, 32);
+    Pipeline pd = pipeline({output("y", d, DType::bf16), output("y32", d, DType::f32, layout::col_major())});
+    std::vector<HostTensor> in3;
+    in3.emplace_back(DType::u8, std::vector<int64_t>{64, f.packed() ? 64 : 128});
+    in3.emplace_back(DType::u8, std::vector<int64_t>{64, 4});
+    for (auto& t : in3) { std::mt19937 r(7); for (auto& byte : t.bytes) byte = uint8_t(r()); }
+    for (size_t i = 0; i < in3[1].bytes.size(); ++i) in3[1].bytes[i] = uint8_t(100 + i % 60);
+    CHECK(check_against_reference(jit(pd), in3, "dequant") == 0);
+  }
+}
+
+TEST_CASE("run record") {
+  MXJIT_REQUIRE_GPU();
+  GpuInfo info = gpu_info(0);
+  MESSAGE(fmt::format("GPU {} ({}), launches checked {}, bytes compared {}", info.name, nvrtc_arch(info.cc_major, info.cc_minor),
+                      gpu_stats().launches, gpu_stats().bytes_checked));
+}
+
+}  // TEST_SUITE
