@@ -36,7 +36,10 @@ std::vector<int> Layout::order(int rank) const {
     case 1: for (int i = 0; i < rank; ++i) o[i] = i; return o;
     case 2: for (int i = 0; i < rank; ++i) o[i] = rank - 1 - i; return o;
     case 3:
-      if (rank < 2) return order(rank == 1 ? 1 : 0) ;
+      if (rank < 2) {  // no expert axis to keep outermost: the identity order
+        for (int i = 0; i < rank; ++i) o[i] = i;
+        return o;
+      }
       o[0] = 0;
       for (int i = 1; i < rank; ++i) o[i] = rank - i;
       return o;
