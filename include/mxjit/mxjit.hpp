@@ -1,0 +1,13 @@
+#pragma once
+/// \file The public API of mxjit in one include: the DSL, pipelines and their text form, tensor
+/// views, jit() and Kernel, the CPU reference executor and device helpers.
+#include "codegen/target.hpp"
+#include "dsl/dsl.hpp"
+#include "dsl/errors.hpp"
+#include "dsl/geometry.hpp"
+#include "dsl/pipeline.hpp"
+#include "dsl/text.hpp"
+#include "runtime/device.hpp"
+#include "runtime/kernel.hpp"
+#include "runtime/reference/executor.hpp"
+#include "runtime/tensor.hpp"
