@@ -322,17 +322,17 @@ void emit_elems(Ctx& x, int o) {
   x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; e += 2) {{\n", ch.w);
   for (int h = 0; h < 2; ++h) {
     auto [r, c] = chunk_rc(ch, h ? "e + 1" : "e");
-    x.out += fmt::format("      const int r{0} = {1}, c{0} = {2};\n", h, r, c);
-    x.out += fmt::format("      float x{} = {};\n", h, tile_at(pl, root, "r" + std::to_string(h), "c" + std::to_string(h)));
+    x.out += fmt::format("      const int er{0} = {1}, ec{0} = {2};\n", h, r, c);
+    x.out += fmt::format("      float x{} = {};\n", h, tile_at(pl, root, "er" + std::to_string(h), "ec" + std::to_string(h)));
     if (q->flush_subnormals)
       x.out += fmt::format("      if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
-    x.out += fmt::format("      const int lb{0} = (r{0} / {1}) * {2} + (c{0} / {3});\n", h, br, pl.tile_c / bc, bc);
+    x.out += fmt::format("      const int lb{0} = (er{0} / {1}) * {2} + (ec{0} / {3});\n", h, br, pl.tile_c / bc, bc);
     x.out += fmt::format("      const mx_u32 flag{0} = s{1}_info[lb{0}] >> 8;\n", h, si);
     x.out += fmt::format("      const float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
     if (q->round == Round::stochastic) {
       // Philox counter: the element's row-major linear index in the domain, then the offset.
       std::string lin = "0";
-      for (int a = 0; a < pl.rank; ++a) lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, x.idx(a, "r" + std::to_string(h), "c" + std::to_string(h)));
+      for (int a = 0; a < pl.rank; ++a) lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, x.idx(a, "er" + std::to_string(h), "ec" + std::to_string(h)));
       x.out += fmt::format("      const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", h, lin, q->offset, q->seed);
     }
   }

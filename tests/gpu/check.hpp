@@ -36,7 +36,7 @@ inline GpuRunStats& gpu_stats() {
 /// Runs `k` on the GPU and the reference on the host for `inputs` (host tensors of the domain
 /// `shape`), and compares every output byte. Returns the number of mismatching bytes.
 inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>& inputs, const std::string& label,
-                                       int64_t groups = 0) {
+                                       std::vector<int64_t> shape = {}, int64_t groups = 0) {
   const Pipeline& p = k.pipeline();
   std::vector<TensorView> host_in, dev_in;
   std::vector<DeviceTensor> dev_in_store;
@@ -45,9 +45,8 @@ inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>&
     dev_in_store.push_back(DeviceTensor::of(h));
   }
   for (DeviceTensor& d : dev_in_store) dev_in.push_back(d.v);
-  std::vector<int64_t> shape;
-  for (size_t i = 0; i < p.inputs().size(); ++i)
-    if (p.inputs()[i].kind == InputDecl::tensor) { shape = inputs[i].v.shape; break; }
+  for (size_t i = 0; i < p.inputs().size() && shape.empty(); ++i)
+    if (p.inputs()[i].kind == InputDecl::tensor) shape = inputs[i].v.shape;
   std::vector<HostTensor> ref_out, gpu_out;
   std::vector<DeviceTensor> dev_out_store;
   std::vector<TensorView> ref_views, dev_views;
