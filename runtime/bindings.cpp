@@ -13,26 +13,34 @@ const char* device_name(DeviceKind d) { return d == DeviceKind::cuda ? "cuda" : 
 
 std::string shape_text(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
-void check_common(const std::string& what, const TensorView& v, DType dtype, size_t rank, DeviceKind device) {
+// `name` says which argument; messages are formatted only on failure (launch is a hot path).
+struct Arg {
+  const char* kind;
+  const std::string& name;
+  std::string str() const { return fmt::format("{} '{}'", kind, name); }
+};
+
+void check_common(const Arg& arg, const TensorView& v, DType dtype, size_t rank, DeviceKind device) {
+  auto what = [&] { return arg.str(); };
   if (v.dtype != dtype)
-    throw UsageError(fmt::format("{}: dtype is {} but the pipeline declares {}", what, dtype_name(v.dtype),
+    throw UsageError(fmt::format("{}: dtype is {} but the pipeline declares {}", what(), dtype_name(v.dtype),
                                  dtype_name(dtype)));
   if (v.shape.size() != rank)
-    throw UsageError(fmt::format("{}: rank is {} but the pipeline declares rank {}", what, v.shape.size(), rank));
+    throw UsageError(fmt::format("{}: rank is {} but the pipeline declares rank {}", what(), v.shape.size(), rank));
   if (v.strides.size() != v.shape.size())
-    throw UsageError(fmt::format("{}: has {} strides for {} extents", what, v.strides.size(), v.shape.size()));
+    throw UsageError(fmt::format("{}: has {} strides for {} extents", what(), v.strides.size(), v.shape.size()));
   for (size_t a = 0; a < v.shape.size(); ++a) {
-    if (v.shape[a] < 0) throw UsageError(fmt::format("{}: extent {} of axis {} is negative", what, v.shape[a], a));
+    if (v.shape[a] < 0) throw UsageError(fmt::format("{}: extent {} of axis {} is negative", what(), v.shape[a], a));
     if (v.strides[a] < 0 || (v.strides[a] == 0 && v.shape[a] > 1))
       throw UsageError(fmt::format("{}: stride {} of axis {} is not positive; mxjit reads positive strides only",
-                                   what, v.strides[a], a));
+                                   what(), v.strides[a], a));
   }
   if (v.device != device)
-    throw UsageError(fmt::format("{}: is on {} but this launch runs on {}", what, device_name(v.device),
+    throw UsageError(fmt::format("{}: is on {} but this launch runs on {}", what(), device_name(v.device),
                                  device_name(device)));
-  if (v.numel() > 0 && v.data == nullptr) throw UsageError(fmt::format("{}: data pointer is null", what));
+  if (v.numel() > 0 && v.data == nullptr) throw UsageError(fmt::format("{}: data pointer is null", what()));
   if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(dtype) != 0)
-    throw UsageError(fmt::format("{}: data pointer is not aligned to its {}-byte element", what, dtype_size(dtype)));
+    throw UsageError(fmt::format("{}: data pointer is not aligned to its {}-byte element", what(), dtype_size(dtype)));
 }
 
 // Byte range [lo, hi) a view can touch.
@@ -79,19 +87,19 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
   }
   for (size_t k = 0; k < inputs.size(); ++k) {
     const InputDecl& d = p.inputs()[k];
-    const std::string what = fmt::format("input '{}'", d.name);
+    const Arg what{"input", d.name};
     const TensorView& v = inputs[k];
     switch (d.kind) {
       case InputDecl::tensor:
         check_common(what, v, d.dtype, size_t(d.rank), device);
         if (v.shape != b.shape)
-          throw UsageError(fmt::format("{}: shape {} differs from the domain {}", what, shape_text(v.shape),
+          throw UsageError(fmt::format("{}: shape {} differs from the domain {}", what.str(), shape_text(v.shape),
                                        shape_text(b.shape)));
         break;
       case InputDecl::vector:
         check_common(what, v, d.dtype, 1, device);
         if (v.shape[0] != b.shape.at(size_t(d.axis)))
-          throw UsageError(fmt::format("{}: length {} differs from the domain's extent {} along axis {}", what,
+          throw UsageError(fmt::format("{}: length {} differs from the domain's extent {} along axis {}", what.str(),
                                        v.shape[0], b.shape[size_t(d.axis)], d.axis));
         break;
       case InputDecl::offsets:
@@ -108,26 +116,26 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
   std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Output& out = p.outputs()[o];
-    const std::string what = fmt::format("output '{}'", out.name);
+    const Arg what{"output", out.name};
     OutputGeometry g = output_geometry(p, int(o), b.shape, b.groups);
     const TensorView& v = outputs[o];
     check_common(what, v, out.dtype, g.view_shape.size(), device);
     if (v.shape != g.view_shape)
-      throw UsageError(fmt::format("{}: shape {} but {} needs {}{}", what, shape_text(v.shape), out.layout.str(),
+      throw UsageError(fmt::format("{}: shape {} but {} needs {}{}", what.str(), shape_text(v.shape), out.layout.str(),
                                    shape_text(g.view_shape),
                                    g.packed_axis >= 0 ? fmt::format(" (FP4: two codes per byte along axis {})", g.packed_axis) : ""));
-    for (size_t a = 0; a < v.shape.size(); ++a)
+    for (size_t a = 0; a < v.shape.size() && v.numel() > 0; ++a)
       if (v.shape[a] > 1 && v.strides[a] != g.view_strides[a])
-        throw UsageError(fmt::format("{}: strides {} do not match layout {} (expected {})", what,
+        throw UsageError(fmt::format("{}: strides {} do not match layout {} (expected {})", what.str(),
                                      shape_text(v.strides), out.layout.str(), shape_text(g.view_strides)));
     auto r = extent_bytes(v);
     for (size_t i = 0; i < ranges.size(); ++i)
       if (r.first < ranges[i].second && ranges[i].first < r.second && r.first != r.second)
-        throw UsageError(fmt::format("{}: overlaps output '{}'", what, p.outputs()[i].name));
+        throw UsageError(fmt::format("{}: overlaps output '{}'", what.str(), p.outputs()[i].name));
     for (size_t k = 0; k < inputs.size(); ++k) {
       auto ir = extent_bytes(inputs[k]);
       if (r.first < ir.second && ir.first < r.second && r.first != r.second)
-        throw UsageError(fmt::format("{}: overlaps input '{}' (mxjit does not cast in place)", what,
+        throw UsageError(fmt::format("{}: overlaps input '{}' (mxjit does not cast in place)", what.str(),
                                      p.inputs()[k].name));
     }
     ranges.push_back(r);

@@ -66,6 +66,7 @@ struct Kernel::State {
     }
     const std::string key = hash_prefix + sc.str();
     std::shared_ptr<const std::shared_ptr<Loaded>> found = semantic_cache().find(key);
+    detail::disk_cache().count_memory_lookup(found != nullptr);
     std::shared_ptr<Loaded> loaded = found ? *found : nullptr;
     if (!loaded) loaded = *semantic_cache().insert(key, load(pipeline, target, sc));
     std::unique_lock lock(mutex);
@@ -97,7 +98,7 @@ Kernel jit(const Pipeline& p, const Target& target) {
 void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
   const Pipeline& p = state_->pipeline;
   detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
-  detail::StrideClass sc{b.unit_axis, b.aligned};
+  detail::StrideClass sc{std::move(b.unit_axis), std::move(b.aligned)};
   std::shared_ptr<Loaded> l = state_->get(sc);
   const detail::Plan& plan = l->plan;
   detail::Driver& drv = detail::Driver::get();
