@@ -1,0 +1,289 @@
+#include "bench/bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "mxjit/mxjit.hpp"
+#include "runtime/driver.hpp"
+
+namespace mxjit::bench {
+namespace {
+
+// A benchmark case: a pipeline, the domain shape, and how the input is laid out.
+struct Case {
+  std::string name;
+  std::function<Pipeline()> make;
+  std::vector<int64_t> shape;
+  enum class Input { row_major, col_major, sliced } input = Input::row_major;
+  std::vector<int64_t> check_shape;  // small shape checked against the reference first
+};
+
+Pipeline cast(int axis, ElemFormat f, ScaleRule rule, Layout q, Layout s) {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = e8m0_scale(amax(blocks(x, axis, 32)), f, rule);
+  return pipeline({output("q", mxjit::cast(f, x / sc), q), output("s", sc, s)});
+}
+Pipeline fused(Layout s) {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s0 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  auto s1 = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::rceil);
+  return pipeline({output("q0", mxjit::cast(e4m3, x / s0)), output("s0", s0, s),
+                   output("q1", mxjit::cast(e4m3, x / s1), layout::col_major()), output("s1", s1, s)});
+}
+Pipeline expert(Layout s) {
+  auto x = input("x", DType::bf16, rank(3));
+  auto sc = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc), layout::expert_col_major()), output("s", sc, s)});
+}
+Pipeline dequant() {
+  Expr d = dequantize("q", "s", e4m3, ScaleFormat::e8m0, rank(2), 1, 32);
+  return pipeline({output("y", d, DType::bf16)});
+}
+
+std::vector<Case> cases(const BenchOptions& o) {
+  std::vector<Case> c;
+  const std::vector<std::vector<int64_t>> big = {{16384, 16384}, {16640, 5120}, {8192, 5120}};
+  auto add = [&](std::string name, std::function<Pipeline()> make, std::vector<int64_t> shape,
+                 Case::Input in = Case::Input::row_major) {
+    std::vector<int64_t> small = shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224};
+    c.push_back(Case{std::move(name), std::move(make), std::move(shape), in, small});
+  };
+  if (o.large) {
+    for (const auto& s : big) {
+      add("dim0 e4m3 rceil linear", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, s);
+      add("dim0 e4m3 rceil blocked", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::blocked_128x4()); }, s);
+      add("dim0 e4m3 floor linear", [] { return cast(1, e4m3, ScaleRule::floor, layout::row_major(), layout::linear()); }, s);
+      add("dim1 e4m3 rceil linear", [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear()); }, s);
+      add("dim1 e4m3 rceil blocked", [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4()); }, s);
+      add("dim0+dim1 linear", [] { return fused(layout::linear()); }, s);
+      add("dim0+dim1 blocked", [] { return fused(layout::blocked_128x4()); }, s);
+      add("dim0 mxfp4 e2m1 floor", [] { return cast(1, e2m1, ScaleRule::floor, layout::row_major(), layout::linear()); }, s);
+      add("dequant mxfp8->bf16", [] { return dequant(); }, s);
+    }
+    add("dim0 col-major input", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); },
+        {16384, 16384}, Case::Input::col_major);
+    add("dim1 col-major input", [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear()); },
+        {16384, 16384}, Case::Input::col_major);
+    add("dim0 sliced input", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); },
+        {16384, 8192}, Case::Input::sliced);
+    for (int64_t e : {1, 4, 16, 64}) {
+      add("3-D expert col-major linear", [] { return expert(layout::linear()); }, {e, 8192, 5120});
+      add("3-D expert col-major blocked", [] { return expert(layout::blocked_128x4()); }, {e, 8192, 5120});
+    }
+    add("dim0 tail 16383x5119", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, {16383, 5119});
+  }
+  if (o.small_sweep)
+    for (int64_t n : {128, 256, 512, 1024, 2048})
+      add("small dim0 e4m3", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::blocked_128x4()); }, {n, n});
+  if (!o.filter.empty())
+    c.erase(std::remove_if(c.begin(), c.end(), [&](const Case& k) { return k.name.find(o.filter) == std::string::npos; }), c.end());
+  return c;
+}
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t e : s) n *= e;
+  return n;
+}
+
+// Device tensors of a binding: inputs (rotating copies) and outputs.
+struct Bound {
+  std::vector<DeviceBuffer> in_bufs, out_bufs;
+  std::vector<std::vector<TensorView>> inputs;  // per rotation
+  std::vector<TensorView> outputs;
+  double bytes = 0;
+};
+
+// Random, never-zero-everywhere bytes: bf16 normals, or random codes/scales for dequant inputs.
+void fill_random(DeviceBuffer& b, DType dt, uint32_t seed, bool scales) {
+  const size_t chunk = std::min<size_t>(b.bytes(), size_t(32) << 20);
+  std::vector<uint8_t> host(chunk);
+  std::mt19937 rng(seed);
+  if (dt == DType::bf16) {
+    std::normal_distribution<float> d(0.0f, 2.0f);
+    for (size_t i = 0; i + 1 < chunk; i += 2) {
+      float f = d(rng);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      host[i] = uint8_t(u >> 16);
+      host[i + 1] = uint8_t(u >> 24);
+    }
+  } else {
+    for (auto& x : host) x = scales ? uint8_t(110 + rng() % 30) : uint8_t(rng() & 0x7e);
+  }
+  for (size_t off = 0; off < b.bytes(); off += chunk) {
+    size_t n = std::min(chunk, b.bytes() - off);
+    auto& drv = detail::Driver::get();
+    drv.check(drv.cuMemcpyHtoD_v2(CUdeviceptr(b.ptr() + off), host.data(), n), "cuMemcpyHtoD");
+  }
+}
+
+Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Input in_kind, int rotations) {
+  Bound b;
+  b.inputs.resize(size_t(rotations));
+  for (size_t k = 0; k < p.inputs().size(); ++k) {
+    const InputDecl& d = p.inputs()[k];
+    std::vector<int64_t> s = shape;
+    if (d.kind == InputDecl::scales) s.back() = (s.back() + 31) / 32;
+    std::vector<int64_t> strides(s.size(), 1);
+    for (int a = int(s.size()) - 2; a >= 0; --a) strides[size_t(a)] = strides[size_t(a) + 1] * s[size_t(a) + 1];
+    int64_t span = numel(s);
+    if (in_kind == Case::Input::col_major) {
+      strides = {1, s[0]};
+    } else if (in_kind == Case::Input::sliced) {
+      strides = {2 * s[1], 1};  // every row of a twice-as-wide tensor, half of each row
+      span = 2 * numel(s);
+    }
+    for (int r = 0; r < rotations; ++r) {
+      b.in_bufs.push_back(DeviceBuffer::alloc(size_t(span) * dtype_size(d.dtype)));
+      fill_random(b.in_bufs.back(), d.dtype, uint32_t(17 * k + r), d.kind == InputDecl::scales);
+      b.inputs[size_t(r)].push_back(TensorView::strided(reinterpret_cast<void*>(b.in_bufs.back().ptr()), d.dtype, s,
+                                                         strides, DeviceKind::cuda));
+    }
+    b.bytes += double(numel(s)) * double(dtype_size(d.dtype));
+  }
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    OutputGeometry g = output_geometry(p, int(o), shape);
+    b.out_bufs.push_back(DeviceBuffer::alloc(size_t(g.storage_bytes)));
+    b.outputs.push_back(TensorView::strided(reinterpret_cast<void*>(b.out_bufs.back().ptr()), p.outputs()[o].dtype,
+                                            g.view_shape, g.view_strides, DeviceKind::cuda));
+    b.bytes += double(g.storage_bytes);
+  }
+  return b;
+}
+
+// Runs the case's kernel on its small check shape and compares every byte with the reference.
+bool check_small(const Kernel& k, const Case& c) {
+  const Pipeline& p = k.pipeline();
+  Bound b = bind_case(p, c.check_shape, c.input, 1);
+  k(0, b.inputs[0], b.outputs);
+  Stream::null().synchronize();
+  std::vector<std::vector<uint8_t>> in_host;
+  std::vector<TensorView> in_views;
+  for (size_t i = 0; i < b.inputs[0].size(); ++i) {
+    const TensorView& v = b.inputs[0][i];
+    in_host.emplace_back(b.in_bufs[i].bytes());
+    b.in_bufs[i].download(in_host.back().data(), in_host.back().size());
+    TensorView h = v;
+    h.data = in_host.back().data();
+    h.device = DeviceKind::cpu;
+    in_views.push_back(h);
+  }
+  std::vector<std::vector<uint8_t>> ref(b.outputs.size()), got(b.outputs.size());
+  std::vector<TensorView> ref_views;
+  for (size_t o = 0; o < b.outputs.size(); ++o) {
+    ref[o].assign(b.out_bufs[o].bytes(), 0xA5);
+    got[o].resize(b.out_bufs[o].bytes());
+    b.out_bufs[o].download(got[o].data(), got[o].size());
+    TensorView h = b.outputs[o];
+    h.data = ref[o].data();
+    h.device = DeviceKind::cpu;
+    ref_views.push_back(h);
+  }
+  reference::run(p, in_views, ref_views);
+  return ref == got;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double copy_bandwidth() {
+  const size_t n = size_t(2) << 30;
+  DeviceBuffer a = DeviceBuffer::alloc(n), b = DeviceBuffer::alloc(n);
+  a.fill(1);
+  auto& drv = detail::Driver::get();
+  std::vector<double> t;
+  for (int i = 0; i < 12; ++i) {
+    EventTimer ev;
+    ev.record_start();
+    drv.check(drv.cuMemcpyDtoD_v2(CUdeviceptr(b.ptr()), CUdeviceptr(a.ptr()), n), "cuMemcpyDtoD");
+    ev.record_stop();
+    if (i >= 2) t.push_back(ev.elapsed_ms());
+  }
+  return 2.0 * double(n) / (median(t) * 1e-3) / 1e9;
+}
+
+void write_files(const std::string& prefix, const std::vector<BenchRow>& rows, const std::string& gpu) {
+  std::ofstream csv(prefix + ".csv");
+  csv << "case,shape,us,GBps,pct_copy,bytes,checked\n";
+  for (const BenchRow& r : rows)
+    csv << fmt::format("\"{}\",\"{}\",{:.2f},{:.1f},{:.1f},{:.0f},{}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
+                       r.bytes, r.checked);
+  std::ofstream js(prefix + ".json");
+  js << "{\n  \"gpu\": \"" << gpu << "\",\n  \"rows\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i)
+    js << fmt::format("    {{\"case\": \"{}\", \"shape\": \"{}\", \"us\": {:.2f}, \"GBps\": {:.1f}, \"pct_copy\": {:.1f}, "
+                      "\"checked\": {}}}{}\n",
+                      rows[i].name, rows[i].shape, rows[i].us, rows[i].gbps, rows[i].pct_copy, rows[i].checked,
+                      i + 1 < rows.size() ? "," : "");
+  js << "  ]\n}\n";
+  // SVG bar chart: % of copy bandwidth per case and shape.
+  const int bar = 16, left = 330, width = 500;
+  std::ofstream svg(prefix + ".svg");
+  svg << fmt::format("<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='monospace' font-size='11'>\n",
+                     left + width + 80, 40 + bar * int(rows.size()));
+  svg << fmt::format("<text x='10' y='18' font-size='13'>% of cuMemcpyDtoD bandwidth — {}</text>\n", gpu);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int y = 30 + bar * int(i);
+    const double w = std::min(1.2, rows[i].pct_copy / 100.0) * width;
+    svg << fmt::format("<text x='{}' y='{}' text-anchor='end'>{} {}</text>\n", left - 6, y + 11, rows[i].name, rows[i].shape);
+    svg << fmt::format("<rect x='{}' y='{}' width='{:.1f}' height='{}' fill='{}'/>\n", left, y + 2, w, bar - 4,
+                       rows[i].pct_copy >= 90 ? "#3a7" : "#d84");
+    svg << fmt::format("<text x='{:.1f}' y='{}'>{:.1f}%</text>\n", left + w + 4, y + 11, rows[i].pct_copy);
+  }
+  svg << fmt::format("<line x1='{0}' y1='26' x2='{0}' y2='{1}' stroke='#000' stroke-dasharray='3,3'/>\n", left + width,
+                     30 + bar * int(rows.size()));
+  svg << "</svg>\n";
+}
+
+}  // namespace
+
+std::vector<BenchRow> run_bench(const BenchOptions& o) {
+  GpuInfo info = gpu_info(0);
+  make_current(0);
+  const double copy = copy_bandwidth();
+  std::vector<BenchRow> rows;
+  rows.push_back(BenchRow{"cuMemcpyDtoD (read+write)", "2 GiB", 0, copy, 100.0, double(size_t(4) << 30), true});
+  fmt::print("{} ({}), copy bandwidth {:.0f} GB/s\n", info.name, nvrtc_arch(info.cc_major, info.cc_minor), copy);
+  fmt::print("{:<32} {:>18} {:>10} {:>9} {:>8} {:>6}\n", "case", "shape", "us", "GB/s", "% copy", "check");
+  const Target t = current_target();
+  for (const Case& c : cases(o)) {
+    Pipeline p = c.make();
+    Kernel k = jit(p, t);
+    BenchRow r;
+    r.name = c.name;
+    r.shape = fmt::format("{}", fmt::join(c.shape, "x"));
+    r.checked = check_small(k, c);
+    const double in_bytes = double(numel(c.shape)) * 2.0;
+    const int rotations = int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes)));
+    Bound b = bind_case(p, c.shape, c.input, std::min(rotations, 64));
+    for (int i = 0; i < 3; ++i) k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+    std::vector<double> t_ms;
+    for (int i = 0; i < o.repeats; ++i) {
+      EventTimer ev;
+      ev.record_start();
+      k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+      ev.record_stop();
+      t_ms.push_back(ev.elapsed_ms());
+    }
+    r.us = median(t_ms) * 1e3;
+    r.bytes = b.bytes;
+    r.gbps = b.bytes / (r.us * 1e-6) / 1e9;
+    r.pct_copy = 100.0 * r.gbps / copy;
+    fmt::print("{:<32} {:>18} {:>10.1f} {:>9.1f} {:>7.1f}% {:>6}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
+               r.checked ? "ok" : "FAIL");
+    rows.push_back(r);
+  }
+  if (!o.out_prefix.empty()) write_files(o.out_prefix, rows, info.name);
+  return rows;
+}
+
+}  // namespace mxjit::bench

@@ -1,0 +1,32 @@
+#pragma once
+/// \file The benchmark program (DESIGN §8): copy bandwidth, then each cast case timed with CUDA
+/// events (warm-up, median of >= 20 runs, rotating inputs larger than L2, random non-zero data),
+/// each checked against the CPU reference on a small shape first. Prints a table; writes CSV,
+/// JSON and an SVG chart.
+#include <string>
+#include <vector>
+
+namespace mxjit::bench {
+
+/// What to run and where to write.
+struct BenchOptions {
+  std::string filter;          ///< run only cases whose name contains this ("" = all)
+  std::string out_prefix;      ///< writes <prefix>.csv, .json, .svg ("" = no files)
+  int repeats = 20;            ///< timed runs per case (median reported)
+  bool small_sweep = true;     ///< also the small-shape launch-overhead sweep
+  bool large = true;           ///< the large shapes (>= 256 MiB inputs)
+};
+
+/// One measured row.
+struct BenchRow {
+  std::string name, shape;
+  double us = 0, gbps = 0, pct_copy = 0;
+  double bytes = 0;
+  bool checked = false;
+};
+
+/// Runs the benchmark on GPU 0; returns the rows (the first is the copy). Throws CudaError
+/// without a GPU.
+std::vector<BenchRow> run_bench(const BenchOptions& options);
+
+}  // namespace mxjit::bench
