@@ -33,7 +33,7 @@ OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int
     auto [row, col] = blocked_axes(block_of(o.node), p.rank());
     g.row_axis = row;
     g.col_axis = col;
-    int64_t n = o.layout.storage_size(g.logical_shape, row, col);
+    int64_t n = o.layout.storage_size(g.logical_shape, row, col, groups);
     g.view_shape = {n};
     g.view_strides = {1};
     g.storage_bytes = n * elem_bytes;
@@ -52,6 +52,20 @@ OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int
   for (int64_t e : g.view_shape) n *= e;
   g.storage_bytes = n * elem_bytes;
   return g;
+}
+
+std::vector<int64_t> scale_group_ends(const std::string& name, std::span<const int32_t> ends, int64_t block,
+                                      int64_t extent) {
+  std::vector<int64_t> out(ends.size());
+  for (size_t g = 0; g < ends.size(); ++g) {
+    const int64_t e = ends[g];
+    if (e % block != 0 && e != extent)
+      throw UsageError(fmt::format("offsets '{}': group end [{}] = {} is neither a multiple of the block size {} "
+                                   "nor the extent {}; a block of the grouped axis would straddle two groups",
+                                   name, g, e, block, extent));
+    out[g] = (e + block - 1) / block;
+  }
+  return out;
 }
 
 }  // namespace mxjit

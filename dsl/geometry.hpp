@@ -3,6 +3,7 @@
 /// CPU reference, the code generator and the launch checks agree on what each output holds.
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "dsl/pipeline.hpp"
@@ -22,6 +23,16 @@ struct OutputGeometry {
 /// Geometry of output `index` of `p` for a domain of extents `shape`; `groups` is the number of
 /// jagged groups (the offsets input's extent) when the pipeline has groups.
 /// Throws UsageError when the extents do not suit the output (e.g. an odd FP4 packed extent).
+/// For a grouped scale layout (Layout::grouped_blocked_128x4) `groups` is the extent of its
+/// offsets input, and storage_bytes is the host-side upper bound (dsl/layout.hpp).
 OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int64_t> shape, int64_t groups = 0);
+
+/// Group ends of a grouped scale layout in scale units: `ends` (cumulative, int32, in domain
+/// units along the grouped axis of extent `extent`; already checked non-decreasing, >= 0 and
+/// <= extent) divided by the block size `block` along that axis (1 when the axis is not the
+/// block axis). An end must be a multiple of `block` or equal `extent` (the tail block), else a
+/// block would straddle two groups: UsageError naming `name`, the group and the rule.
+std::vector<int64_t> scale_group_ends(const std::string& name, std::span<const int32_t> ends, int64_t block,
+                                      int64_t extent);
 
 }  // namespace mxjit

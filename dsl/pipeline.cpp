@@ -149,6 +149,9 @@ Pipeline pipeline(std::vector<Output> outputs) {
     if (o.name.empty()) throw UsageError("pipeline: an output has an empty name");
     if (!names.insert(o.name).second) throw UsageError(fmt::format("pipeline: two outputs are named '{}'", o.name));
     c.walk(o.node);
+    // A grouped scale layout reads its group ends from an offsets input of its own.
+    if (o.layout.is_grouped())
+      c.add({o.layout.group_offsets(), DType::i32, 1, InputDecl::offsets, o.layout.group_axis()});
   }
   for (const InputDecl& in : c.inputs)
     if (names.count(in.name))
@@ -164,6 +167,13 @@ Pipeline pipeline(std::vector<Output> outputs) {
       if (spec.axes.size() != 1 || spec.jagged())
         throw UsageError(fmt::format("output '{}': {} needs 1-D fixed-size blocks (one scale axis)", o.name,
                                      o.layout.str()));
+      if (o.layout.is_grouped()) {
+        auto [row, col] = blocked_axes(spec, c.rank);
+        if (o.layout.group_axis() != row && o.layout.group_axis() != col)
+          throw UsageError(fmt::format("output '{}': {} groups axis {}, but the scales' rows axis is {} and their "
+                                       "columns (block) axis is {}; groups split one of them",
+                                       o.name, o.layout.str(), o.layout.group_axis(), row, col));
+      }
     }
     if (o.kind == OutputKind::elems && o.node->elem.packed()) {
       // FP4 packs pairs along the innermost stored axis; that axis must be a block axis so that

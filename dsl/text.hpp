@@ -22,6 +22,9 @@
 ///              | s:layout                           scales' layout; default linear
 ///     layout  := row_major | col_major | expert_col_major | perm(a,b,...) | linear
 ///              | blocked128x4 | blocked8x4          (as Layout::parse)
+///              | grouped_blocked128x4(axis,offsets_name)
+///                                                   per-group 128x4 scales (s: only); adds the int32
+///                                                   input offsets_name (group ends along axis)
 ///
 /// Defaults when no blocks/groups option is given: 1-D blocks of 32 along the last axis (16 for
 /// nvfp4). Whitespace may appear inside parentheses; `;` and `->` need no surrounding spaces.
