@@ -1,0 +1,30 @@
+// The standalone swizzle kernels compile with NVRTC for sm_90a and sm_100a (no GPU needed) and
+// are generated deterministically.
+#include <doctest/doctest.h>
+
+#include "codegen/swizzle.hpp"
+#include "dsl/errors.hpp"
+#include "runtime/nvrtc.hpp"
+
+using namespace mxjit;
+using namespace mxjit::detail;
+
+TEST_CASE("swizzle kernels compile for sm_90a and sm_100a") {
+  for (bool un : {false, true})
+    for (int ar : {128, 8})
+      for (const char* arch : {"sm_90a", "sm_100a"}) {
+        const SwizzleKernel k = generate_swizzle({un, ar});
+        INFO(k.kernel_name << " " << arch);
+        CHECK(k.kernel_name == (un ? "mxjit_unswizzle_" : "mxjit_swizzle_") + std::to_string(ar) + "x4");
+        CHECK(generate_swizzle({un, ar}).source == k.source);
+        NvrtcRequest req;
+        req.source = k.source;
+        req.file_name = k.file_name;
+        req.arch = arch;
+        NvrtcOutput out;
+        REQUIRE_NOTHROW(out = nvrtc_compile(req));
+        CHECK(!out.cubin.empty());
+      }
+  CHECK(generate_swizzle({false, 128}).source != generate_swizzle({false, 8}).source);
+  CHECK_THROWS_AS(generate_swizzle({false, 64}), UsageError);
+}
