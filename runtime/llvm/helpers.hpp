@@ -1,0 +1,58 @@
+#pragma once
+/// \file The scalar helpers that JIT-compiled CPU kernels call (extern "C", resolved by name in
+/// the JIT): E8M0 scale rules, custom-expression logs, NVFP4 block scales, stochastic rounding,
+/// transcendentals, f16 stores and dequantize decoders. Everything hot and simple (loads, amax,
+/// multiply, RNE encode, bf16) is inline IR instead (lower_numerics.hpp).
+///
+/// The integer algorithms follow templates/convert.cuh (what the GPU runs); the transcendentals
+/// are templates/mx_math.cuh's own functions. Bit-exactness with the reference is what the
+/// tests check.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/format.hpp"
+
+namespace mxjit::cpu::detail {
+
+/// An element format packed into 32 bits for helper calls: ebits | mbits << 4 | specials << 8 |
+/// is_int << 12.
+uint32_t format_word(const ElemFormat& f);
+
+/// One helper: its symbol name and address.
+struct HelperSymbol {
+  std::string name;
+  void* address;
+};
+
+/// Every helper the lowering may call (registered as absolute symbols in the JIT).
+const std::vector<HelperSymbol>& helper_symbols();
+
+}  // namespace mxjit::cpu::detail
+
+extern "C" {
+/// E8M0 byte of a built-in rule (0 floor, 1 rceil, 2 ceil, 3 even) for amax bits `m` (finite,
+/// non-zero; specials are handled in IR).
+uint32_t mxcpu_e8m0_rule(uint32_t m, uint32_t rule, int32_t emax, int32_t mbits, int32_t max_log2, float rcp_max);
+/// The E8M0 byte of a custom rule's exponent value (NaN -> 0xFF, clamped to [0, 254]).
+uint32_t mxcpu_custom_byte(float e);
+/// floor(log2(x)) / ceil(log2(x)) as FP32 for scale expressions (NaN, x < 0 -> NaN; 0 -> -Inf).
+float mxcpu_floor_log2f(float x);
+float mxcpu_ceil_log2f(float x);
+/// NVFP4 block scale for block amax `a`, tensor amax `t`: returns the E4M3 byte | zero << 8 and
+/// stores the element multiplier.
+uint32_t mxcpu_nvfp4(float a, float t, uint32_t convention, float* mult);
+/// Stochastic rounding of `y` to format word `fmt` with Philox4x32-10 word 0 of
+/// (counter {index, offset}, key seed).
+uint32_t mxcpu_encode_sr(float y, uint32_t fmt, uint64_t seed, uint64_t offset, uint64_t index);
+/// mx_math.cuh's activations.
+float mxcpu_exp(float x);
+float mxcpu_sigmoid(float x);
+float mxcpu_silu(float x);
+float mxcpu_gelu_tanh(float x);
+float mxcpu_gelu_erf(float x);
+/// FP32 -> f16 bits (RNE; NaN -> 0x7E00).
+uint32_t mxcpu_f32_to_f16(float x);
+/// Decoded element code (format word) times a scale (bits; 0 e8m0, 1 e4m3, 2 f32), in FP32.
+float mxcpu_dequant(uint32_t code, uint32_t fmt, uint32_t scale_bits, uint32_t scale_format);
+}

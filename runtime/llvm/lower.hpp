@@ -1,0 +1,59 @@
+#pragma once
+/// \file Pipeline + CPU plan -> one LLVM function per (pipeline, stride class):
+///
+///   void <plan.function_name>(const int64_t* P, const int64_t* T, char* scratch)
+///
+/// P is the parameter block (CpuPlan::p_*), T a tile descriptor (TileWord), scratch the worker's
+/// buffers (ScratchLayout). One call processes one tile: (1) evaluate the value expressions into
+/// FP32 tiles, (2) block amax -> scales (written straight to their outputs), (3) element codes,
+/// (4) stores along each output's innermost axis; mode 0 only reduces NVFP4 tensor amaxes.
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "runtime/llvm/cpu_plan.hpp"
+#include "runtime/llvm/ir_builder.hpp"
+
+namespace mxjit::cpu::detail {
+
+/// Builds the module holding the tile function of `plan` for `p` (target triple and data layout
+/// are set by the caller). Throws UsageError naming an op this backend does not lower.
+std::unique_ptr<llvm::Module> lower_pipeline(const Pipeline& p, const CpuPlan& plan, llvm::LLVMContext& ctx);
+
+/// The state shared by the lowering passes while the tile function is being emitted.
+struct TileCtx {
+  const Pipeline& p;
+  const CpuPlan& plan;
+  Ir& ir;
+  // Parameters loaded once in the entry block (SSA, loop-invariant).
+  std::vector<llvm::Value*> in_ptr, out_ptr, shape, dom_stride;
+  std::vector<std::vector<llvm::Value*>> in_stride, out_stride, out_shape;
+  llvm::Value* slots = nullptr;            ///< u32* atomic-max slots
+  std::vector<llvm::Value*> tamax;         ///< per slot: f32 from the pre-pass
+  // Tile descriptor.
+  llvm::Value *mode, *r0, *nr, *c0, *nc, *group;
+  std::vector<llvm::Value*> batch;         ///< per axis (tile axes: unused)
+  // Scratch buffers.
+  llvm::Value *colmax, *mrow, *frow;
+  std::vector<llvm::Value*> blk_mult, blk_flag, root_tile, codes;
+
+  /// Domain index along `axis` of tile-local row r / column c (i64).
+  llvm::Value* index(int axis, llvm::Value* r, llvm::Value* c);
+  /// sum over axes of index * stride, skipping axis `skip`; `strides[a]` null means 1.
+  llvm::Value* linear(const std::vector<llvm::Value*>& strides, llvm::Value* r, llvm::Value* c, int skip = -2,
+                      int halve_axis = -1);
+  /// Element (r, c) of root tile k.
+  llvm::Value* tile_at(int k, llvm::Value* r, llvm::Value* c);
+};
+
+/// Evaluates value node `n` at tile-local (r, c), memoised in `memo` (one loop body).
+llvm::Value* lower_value(TileCtx& t, const NodePtr& n, llvm::Value* r, llvm::Value* c,
+                         std::map<const Node*, llvm::Value*>& memo);
+
+/// Evaluates a custom scale expression for a block amax `amax` (f32).
+llvm::Value* lower_scale_expression(TileCtx& t, const NodePtr& n, llvm::Value* amax);
+
+}  // namespace mxjit::cpu::detail
