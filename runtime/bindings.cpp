@@ -74,6 +74,13 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
   if (outputs.size() != p.outputs().size())
     throw UsageError(fmt::format("launch: {} outputs given but the pipeline writes {}", outputs.size(),
                                  p.outputs().size()));
+  // Grouped scale layouts are written by the CPU reference only until the GPU generator places
+  // them (codegen/plan.cpp): refuse a GPU launch rather than write the plain blocked layout.
+  if (device == DeviceKind::cuda)
+    for (const Output& out : p.outputs())
+      if (out.layout.is_grouped())
+        throw UsageError(fmt::format("output '{}': layout {} runs on the CPU reference only in this version",
+                                     out.name, out.layout.str()));
   Binding b;
   // The domain: the first full-rank input (codes inputs are packed along their block axis).
   for (size_t k = 0; k < inputs.size() && b.shape.empty(); ++k) {

@@ -1,0 +1,75 @@
+// draw_svg: every cell labelled with its storage offset, padding hatched, deterministic text,
+// and errors for shapes that do not fit.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "dsl/errors.hpp"
+#include "dsl/layout.hpp"
+#include "dsl/layout_svg.hpp"
+
+using namespace mxjit;
+
+namespace {
+
+int64_t count(const std::string& s, const std::string& what) {
+  int64_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("draw_svg: a row-major grid labels each cell with its offset") {
+  const std::vector<int64_t> shape = {3, 4};
+  const std::string svg = draw_svg(Layout::row_major(), shape);
+  CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK(svg.ends_with("</svg>\n"));
+  for (int off = 0; off < 12; ++off) CHECK(svg.find(">" + std::to_string(off) + "</text>") != std::string::npos);
+  CHECK(count(svg, "url(#pad)") == 0);
+  CHECK(svg == draw_svg(Layout::row_major(), shape));  // deterministic
+  CHECK(svg != draw_svg(Layout::col_major(), shape));
+  // the strip names logical indices
+  CHECK(svg.find(">2,3</text>") != std::string::npos);
+}
+
+TEST_CASE("draw_svg: blocked128x4 of [130,7] hatches exactly the padding, in the grid and the strip") {
+  const std::vector<int64_t> shape = {130, 7};
+  const std::string svg = draw_svg(Layout::blocked_128x4(), shape);
+  const int64_t rp = 256, cp = 8, used = 130 * 7;
+  CHECK(count(svg, "fill=\"url(#pad)\"") == 2 * (rp * cp - used));
+  CHECK(svg.find("blocked128x4 of [130,7]: 2048 elements") != std::string::npos);
+  // offset of (129, 6): atom (1, 1), line 1, group 0, column 2
+  CHECK(svg.find(">" + std::to_string(3 * 512 + 16 + 2) + "</text>") != std::string::npos);
+  const std::string no_strip = draw_svg(Layout::blocked_128x4(), shape, {.storage_strip = false});
+  CHECK(count(no_strip, "fill=\"url(#pad)\"") == rp * cp - used);
+}
+
+TEST_CASE("draw_svg: batches, grouped layouts, 8x4 atoms and rank 1") {
+  const std::vector<int64_t> shape3 = {2, 9, 5};
+  const std::string b = draw_svg(Layout::blocked_8x4(), shape3);
+  CHECK(b.find("axis 0 = 1") != std::string::npos);
+  const std::vector<int64_t> g_shape = {135, 4};
+  DrawOptions o;
+  o.group_ends = {130, 130, 135};
+  const std::string g = draw_svg(Layout::grouped_blocked_128x4("offs", 0), g_shape, o);
+  CHECK(count(g, "stroke=\"#d00\"") == 3);
+  CHECK(g.find("1536 elements") != std::string::npos);  // 384 padded rows x 4
+  const std::vector<int64_t> shape1 = {5};
+  CHECK_NOTHROW(draw_svg(Layout::row_major(), shape1));
+}
+
+TEST_CASE("draw_svg errors name the rule") {
+  const std::vector<int64_t> shape = {130, 7};
+  CHECK_THROWS_WITH_AS(draw_svg(Layout::blocked_128x4(), shape, {.max_cells = 100}), doctest::Contains("max_cells"),
+                       UsageError);
+  CHECK_THROWS_AS(draw_svg(Layout::row_major(), shape, {.rows_axis = 1, .cols_axis = 1}), UsageError);
+  CHECK_THROWS_AS(draw_svg(Layout::row_major(), shape, {.rows_axis = 2}), UsageError);
+  const std::vector<int64_t> shape1 = {7};
+  CHECK_THROWS_AS(draw_svg(Layout::blocked_128x4(), shape1), UsageError);
+  CHECK_THROWS_AS(draw_svg(Layout::row_major(), std::vector<int64_t>{}), UsageError);
+  DrawOptions bad;
+  bad.group_ends = {10, 5};
+  CHECK_THROWS_AS(draw_svg(Layout::grouped_blocked_128x4("offs", 0), shape, bad), UsageError);
+}
