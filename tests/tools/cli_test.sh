@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `mxjit` command-line tool, run by ctest:
+#   cli_test.sh MXJIT TESTGEN WORK_DIR cpu   casts on the CPU reference match the library's reference
+#                                            byte for byte; compile/cache/info work; every bad input
+#                                            gives exit status 2 and one `mxjit: error:` line
+#   cli_test.sh MXJIT TESTGEN WORK_DIR gpu   casts on the GPU match the CPU casts byte for byte
+#                                            (exit 77 = skipped, with one line, without a GPU)
+set -uo pipefail
+mxjit=$1 testgen=$2 work=$3 mode=$4
+rm -rf "$work"
+mkdir -p "$work"
+export MXJIT_CACHE_DIR="$work/cache"
+passed=0 failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+# ok DESC CMD...: the command succeeds.
+ok() {
+  local desc=$1; shift
+  if "$@" >"$work/out.txt" 2>"$work/err.txt"; then pass; else
+    fail "$desc: exit $? from: $*"; sed 's/^/  | /' "$work/err.txt"; fi
+}
+
+# err DESC PATTERN LINES CMD...: exit status 2, stderr starts with `mxjit: error:`, contains PATTERN
+# (grep -E), has LINES lines (1, or 3 for spec errors with their source and caret lines), and
+# shows no crash.
+err() {
+  local desc=$1 pattern=$2 lines=$3; shift 3
+  "$@" >"$work/out.txt" 2>"$work/err.txt"
+  local rc=$?
+  local first n
+  first=$(head -n 1 "$work/err.txt")
+  n=$(wc -l <"$work/err.txt")
+  if [ "$rc" != 2 ]; then fail "$desc: exit $rc, expected 2: $*"; sed 's/^/  | /' "$work/err.txt"
+  elif [[ "$first" != "mxjit: error: "* ]]; then fail "$desc: stderr does not start with 'mxjit: error:': $first"
+  elif ! grep -qE -- "$pattern" "$work/err.txt"; then fail "$desc: message lacks /$pattern/: $(cat "$work/err.txt")"
+  elif [ "$n" != "$lines" ]; then fail "$desc: $n stderr lines, expected $lines:"; sed 's/^/  | /' "$work/err.txt"
+  elif grep -qiE "terminate|abort|segmentation|stack|core dumped" "$work/err.txt"; then fail "$desc: crashed"
+  else pass; fi
+}
+
+# same DESC A B: the two files are byte-identical.
+same() {
+  if cmp -s "$2" "$3"; then pass; else fail "$1: $2 and $3 differ"; fi
+}
+
+# check_cast NAME SPEC_FOR_REFERENCE INPUT [--groups FILE] -- TOOL_ARGS...: runs the tool on the CPU
+# and compares every output with what the library's reference gives for the spec on a C-order
+# copy of the input.
+check_cast() {
+  local name=$1 spec=$2 input=$3; shift 3
+  local offs=()
+  if [ "${1:-}" = --offsets ]; then offs=("$2"); shift 2; fi
+  [ "${1:-}" = -- ] && shift
+  ok "$name: reference" "$testgen" expect "$spec" "$input" "$work/$name/want" "${offs[@]}"
+  ok "$name: mxjit cast" "$mxjit" cast "$input" --device cpu --out-dir "$work/$name/got" "$@"
+  local f
+  for f in "$work/$name/want"/*.npy; do
+    same "$name: $(basename "$f")" "$f" "$work/$name/got/$(basename "$f")"
+  done
+  local nwant ngot
+  nwant=$(ls "$work/$name/want" | wc -l); ngot=$(ls "$work/$name/got" | wc -l)
+  [ "$nwant" = "$ngot" ] && pass || fail "$name: $ngot output files, expected $nwant"
+}
+
+gen() { "$testgen" input "$@" || fail "testgen input $*"; }
+
+if [ "$mode" = gpu ]; then
+  # ---- GPU casts equal CPU casts byte for byte -------------------------------------------------
+  if ! "$mxjit" info >"$work/info.txt" 2>&1; then echo "FAIL: mxjit info"; exit 1; fi
+  if grep -q "no GPU" "$work/info.txt"; then
+    echo "skipped: $(grep -m1 'no GPU' "$work/info.txt" | sed 's/^gpu: *//')"
+    exit 77
+  fi
+  gen "$work/x_c.npy" bf16 256,320 c 11 adversarial
+  gen "$work/x_f.npy" bf16 256,320 f 11 adversarial
+  gen "$work/x_f32.npy" f32 200,96 c 12 adversarial
+  gen "$work/x3.npy" f16 4,128,64 c 13
+  gpu_vs_cpu() {
+    local name=$1 input=$2; shift 2
+    ok "$name: gpu" "$mxjit" cast "$input" --device gpu --out-dir "$work/$name/gpu" "$@"
+    ok "$name: cpu" "$mxjit" cast "$input" --device cpu --out-dir "$work/$name/cpu" "$@"
+    local f
+    for f in "$work/$name/cpu"/*.npy; do same "$name: $(basename "$f")" "$f" "$work/$name/gpu/$(basename "$f")"; done
+  }
+  gpu_vs_cpu dim0_rceil "$work/x_c.npy" --rule rceil
+  gpu_vs_cpu dim1_fortran_in "$work/x_f.npy" --block-axis 0 --elems-layout col_major --scales-layout blocked128x4
+  gpu_vs_cpu dim1_c_in "$work/x_c.npy" --block-axis 0 --elems-layout col_major --rule rceil --nan-policy satfinite
+  gpu_vs_cpu fp4 "$work/x_f32.npy" --elem e2m1 --rule even --scales-layout blocked128x4
+  gpu_vs_cpu fp6_floor "$work/x_f32.npy" --elem e3m2 --block 16 --amax
+  gpu_vs_cpu int8_2d "$work/x_c.npy" --elem int8 --block 32x32
+  gpu_vs_cpu fp32_scales "$work/x_c.npy" --scale fp32 --elem e5m2
+  gpu_vs_cpu expert "$work/x3.npy" --block-axis 1 --elems-layout expert_col_major
+  gpu_vs_cpu two_casts "$work/x_c.npy" --spec \
+    "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4 amax"
+  # NVFP4 runs on the CPU reference: auto falls back with one notice line; gpu is a usage error.
+  ok "nvfp4 auto" "$mxjit" cast "$work/x_c.npy" --preset nvfp4 --out-dir "$work/nvfp4"
+  grep -q "^mxjit: note: .*CPU reference" "$work/err.txt" && pass || fail "nvfp4 auto: no fallback notice"
+  err "nvfp4 on --device gpu" "NVFP4" 1 "$mxjit" cast "$work/x_c.npy" --preset nvfp4 --device gpu --out-dir "$work/n2"
+  echo "tools_cli_gpu: $passed checks passed, $failed failed"
+  [ "$failed" = 0 ]
+  exit
+fi
+
+# ---- CPU casts match the library's reference -----------------------------------------------------
+gen "$work/x.npy" bf16 64,96 c 1
+gen "$work/x_f.npy" bf16 64,96 f 1          # the same logical values, Fortran order
+gen "$work/adv.npy" f32 64,128 c 2 adversarial
+gen "$work/adv_f.npy" f32 64,128 f 2 adversarial
+gen "$work/h.npy" f16 40,64 c 3 adversarial
+gen "$work/x3.npy" bf16 4,64,32 c 4
+gen "$work/odd.npy" f32 64,33 c 5
+"$testgen" offsets "$work/offs.npy" 10,40,64 || fail "testgen offsets"
+
+check_cast dim0 "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32)" "$work/x.npy" -- --rule rceil
+check_cast dim0_fortran "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32)" "$work/x_f.npy" -- --rule rceil
+# dim1 with column-major codes: elems.npy is still the logical tensor in C order
+check_cast dim1_colmajor "bf16[2] -> mxfp8.e4m3 floor blocks(0,32)" "$work/x_f.npy" -- \
+  --block-axis 0 --elems-layout col_major
+check_cast dim1_blocked "f32[2] -> mxfp8.e5m2 even satfinite blocks(0,32) s:blocked128x4" "$work/adv_f.npy" -- \
+  --elem e5m2 --rule even --nan-policy satfinite --block-axis 0 --elems-layout col_major --scales-layout blocked128x4
+check_cast fp4 "f32[2] -> mxfp4.e2m1 rceil blocks(1,32) s:blocked8x4" "$work/adv.npy" -- \
+  --elem e2m1 --rule rceil --scales-layout blocked8x4
+check_cast fp6_e2m3 "f16[2] -> mxfp6.e2m3 ceil blocks(1,16)" "$work/h.npy" -- --elem e2m3 --rule ceil --block 16
+check_cast fp6_e3m2 "f32[2] -> mxfp6.e3m2 floor flush blocks(1,32) amax" "$work/adv.npy" -- --elem e3m2 --flush --amax
+check_cast int8_2d "bf16[2] -> mxint8 floor blocks(0,1,32x32)" "$work/x.npy" -- --elem int8 --block 32x32
+check_cast fp32_scales "f32[2] -> fp8.e4m3 blocks(1,32)" "$work/adv.npy" -- --scale fp32
+check_cast groups "bf16[2] -> fp8.e4m3 groups(0,offs)" "$work/x.npy" --offsets "$work/offs.npy" -- \
+  --scale fp32 --groups "$work/offs.npy" --group-axis 0
+check_cast expert "bf16[3] -> mxfp8.e4m3 floor blocks(1,32)" "$work/x3.npy" -- \
+  --block-axis 1 --elems-layout expert_col_major
+check_cast nvfp4_torchao "f32[2] -> nvfp4 torchao blocks(1,16) amax" "$work/adv.npy" -- \
+  --preset nvfp4 --convention torchao --amax
+check_cast nvfp4_te "bf16[2] -> nvfp4 te blocks(1,16)" "$work/x.npy" -- --scale e4m3 --elem e2m1
+check_cast spec_two_casts "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e5m2 rceil blocks(0,32) amax" \
+  "$work/x.npy" -- --spec "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e5m2 rceil blocks(0,32) q:col_major amax"
+# FP4 column-major: codes packed two per byte along axis 0 (the block axis) -> elems.npy is [32,33]
+ok "fp4 col_major" "$mxjit" cast "$work/odd.npy" --device cpu --elem e2m1 --block-axis 0 --elems-layout col_major \
+  --out-dir "$work/fp4cm"
+grep -q "elems.npy |u1\[32,33\]" "$work/out.txt" && pass || fail "fp4 col_major: elems.npy shape: $(cat "$work/out.txt")"
+# --device auto without a GPU runs on the CPU reference
+ok "device auto" "$mxjit" cast "$work/x.npy" --rule rceil --out-dir "$work/auto"
+same "device auto = cpu" "$work/auto/elems.npy" "$work/dim0/got/elems.npy"
+
+# ---- compile and the cache -------------------------------------------------------------------------
+ok "compile cuda" "$mxjit" compile --rule rceil --arch sm_90a --emit cuda --out "$work/k.cu"
+grep -q "__global__" "$work/k.cu" && pass || fail "compile cuda: no __global__ in the source"
+ok "compile cubin" "$mxjit" compile --rule rceil --arch sm_90a --out "$work/k.cubin"
+grep -q "from the disk cache" "$work/out.txt" && pass || fail "compile cubin: expected a cache hit: $(cat "$work/out.txt")"
+[ "$(head -c 4 "$work/k.cubin" | od -An -c | tr -d ' ')" = "177ELF" ] && pass || fail "compile cubin: not an ELF file"
+ok "compile ptx sm_100a" "$mxjit" compile --spec "bf16[2] -> mxfp4.e2m1 rceil blocks(1,32)" --arch sm_100a --emit ptx \
+  --out "$work/k.ptx"
+grep -q "\.target sm_100a" "$work/k.ptx" && pass || fail "compile ptx: no .target sm_100a"
+ok "compile resource usage" "$mxjit" compile --arch sm_90a --input-order f --block-axis 0 --elems-layout col_major \
+  --resource-usage --out "$work/k2.cubin"
+grep -q "registers" "$work/out.txt" && pass || fail "compile --resource-usage: no ptxas report"
+ok "cache ls" "$mxjit" cache ls
+grep -q "^2 entries" "$work/out.txt" && pass || fail "cache ls: expected 2 entries: $(cat "$work/out.txt")"
+key=$(grep -m1 "sm_90a" "$work/out.txt" | cut -c1-32)
+ok "cache stats" "$mxjit" cache stats
+grep -q "^entries: *2" "$work/out.txt" && pass || fail "cache stats"
+ok "cache verify" "$mxjit" cache verify
+ok "cache dump" "$mxjit" cache dump "${key:0:10}" --out "$work/dump.cubin"
+ok "info" "$mxjit" info
+grep -q "^nvrtc:" "$work/out.txt" && grep -q "^cache size: .*2 entries" "$work/out.txt" && pass || fail "info: $(cat "$work/out.txt")"
+
+# ---- bad input: exit 2 and one clear line --------------------------------------------------------------
+"$testgen" bad "$work/bad" || fail "testgen bad"
+out=(--out-dir "$work/o")
+err "bad magic" "not a \.npy file" 1 "$mxjit" cast "$work/bad/bad_magic.npy" "${out[@]}"
+err "bad header dict" "malformed \.npy header.*fortran_order" 1 "$mxjit" cast "$work/bad/bad_dict.npy" "${out[@]}"
+err "header without shape" "has no 'shape'" 1 "$mxjit" cast "$work/bad/no_shape.npy" "${out[@]}"
+err "truncated header" "truncated \.npy file" 1 "$mxjit" cast "$work/bad/short_header.npy" "${out[@]}"
+err "descr <i8" "unsupported dtype '<i8'" 1 "$mxjit" cast "$work/bad/i8.npy" "${out[@]}"
+err "descr >f4" "big-endian dtype '>f4'" 1 "$mxjit" cast "$work/bad/big_endian.npy" "${out[@]}"
+err "truncated data" "truncated \.npy data.*needs 512 bytes" 1 "$mxjit" cast "$work/bad/truncated.npy" "${out[@]}"
+err "huge shape" "too many elements" 1 "$mxjit" cast "$work/bad/huge.npy" "${out[@]}"
+err "scalar input" "needs rank >= 1" 1 "$mxjit" cast "$work/bad/scalar.npy" "${out[@]}"
+err "u8 input" "cast input must be <u2" 1 "$mxjit" cast "$work/bad/u8.npy" "${out[@]}"
+err "missing input" "does not exist" 1 "$mxjit" cast "$work/nope.npy" "${out[@]}"
+err "unknown --elem" "--elem: e4m4 not in" 1 "$mxjit" cast "$work/x.npy" --elem e4m4 "${out[@]}"
+err "unknown --rule" "--rule: rceli not in" 1 "$mxjit" cast "$work/x.npy" --rule rceli "${out[@]}"
+err "unknown --scales-layout" "--scales-layout" 1 "$mxjit" cast "$work/x.npy" --scales-layout blocked64 "${out[@]}"
+err "unknown --device" "--device: tpu not in" 1 "$mxjit" cast "$work/x.npy" --device tpu "${out[@]}"
+err "malformed --block" "--block: block size '3y'" 1 "$mxjit" cast "$work/x.npy" --block 3y "${out[@]}"
+err "spec typo" "spec:1:23: unknown rule 'rceli'" 3 "$mxjit" cast "$work/x.npy" --spec "bf16[2] -> mxfp8.e4m3 rceli" \
+  "${out[@]}"
+grep -q "^ *\^$" "$work/err.txt" && pass || fail "spec typo: no caret line"
+err "spec and flags" "--spec excludes --elem" 1 "$mxjit" cast "$work/x.npy" --spec "bf16[2] -> mxint8" --elem e5m2 \
+  "${out[@]}"
+err "spec dtype mismatch" "holds bf16\[64,96\].*spec's input is f32\[2\]" 1 "$mxjit" cast "$work/x.npy" \
+  --spec "f32[2] -> mxfp8.e4m3" "${out[@]}"
+err "spec rank mismatch" "spec's input is bf16\[3\]" 1 "$mxjit" cast "$work/x.npy" --spec "bf16[3] -> mxfp8.e4m3" \
+  "${out[@]}"
+err "fp4 odd extent" "FP4 packs two codes per byte along axis 1, whose extent 33 is odd" 1 \
+  "$mxjit" cast "$work/odd.npy" --elem e2m1 "${out[@]}"
+err "block not a power of two" "block size 48 is not a power of two" 1 "$mxjit" cast "$work/x.npy" --block 48 "${out[@]}"
+err "block axis out of range" "axis 5 is out of range" 1 "$mxjit" cast "$work/x.npy" --block-axis 5 "${out[@]}"
+err "2-D block with an axis" "drop --block-axis" 1 "$mxjit" cast "$work/x.npy" --block 32x32 --block-axis 0 "${out[@]}"
+err "e4m3 scale, wrong elem" "needs --elem e2m1" 1 "$mxjit" cast "$work/x.npy" --scale e4m3 --elem e5m2 "${out[@]}"
+err "rule without e8m0" "--rule ceil applies to E8M0 scales only" 1 "$mxjit" cast "$work/x.npy" --scale fp32 --rule ceil \
+  "${out[@]}"
+err "preset and elem" "--preset excludes --elem" 1 "$mxjit" cast "$work/x.npy" --preset nvfp4 --elem e4m3 "${out[@]}"
+err "groups wrong dtype" "group ends must be a 1-D <i4" 1 "$mxjit" cast "$work/x.npy" --scale fp32 --groups "$work/x.npy" \
+  "${out[@]}"
+err "group-axis without groups" "--group-axis requires --groups" 1 "$mxjit" cast "$work/x.npy" --group-axis 1 "${out[@]}"
+if "$mxjit" info 2>/dev/null | grep -q "no GPU"; then
+  err "--device gpu without GPU" "--device gpu: no GPU" 1 "$mxjit" cast "$work/x.npy" --device gpu "${out[@]}"
+  err "compile without --arch" "--arch is required without a GPU" 1 "$mxjit" compile
+fi
+touch "$work/a_file"
+err "unwritable out dir" "--out-dir '.*a_file/sub': cannot create it" 1 "$mxjit" cast "$work/x.npy" \
+  --out-dir "$work/a_file/sub"
+err "bad arch" "arch 'sm_91x'" 1 "$mxjit" compile --arch sm_91x
+err "cubin to stdout" "give --out FILE" 1 "$mxjit" compile --arch sm_90a
+err "unwritable --out" "--out '/nonexistent-dir/k.cubin'" 1 "$mxjit" compile --arch sm_90a --out /nonexistent-dir/k.cubin
+err "cache dump bad key" "must be 4 to 32 hex digits" 1 "$mxjit" cache dump zz --out "$work/d.cubin"
+err "cache dump absent key" "no cache entry has a key starting with 'abcdef12'" 1 \
+  "$mxjit" cache dump abcdef12 --out "$work/d.cubin"
+err "no subcommand" "A subcommand is required" 1 "$mxjit"
+err "unknown subcommand" "unknown command 'cats' \\(commands: cache, cast" 1 "$mxjit" cats
+
+ok "cache clear" "$mxjit" cache clear
+ok "cache ls after clear" "$mxjit" cache ls
+grep -q "^0 entries" "$work/out.txt" && pass || fail "cache ls after clear: $(cat "$work/out.txt")"
+
+echo "tools_cli: $passed checks passed, $failed failed"
+[ "$failed" = 0 ]
