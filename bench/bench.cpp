@@ -195,6 +195,8 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+}  // namespace
+
 double copy_bandwidth() {
   const size_t n = size_t(2) << 30;
   DeviceBuffer a = DeviceBuffer::alloc(n), b = DeviceBuffer::alloc(n);
@@ -210,6 +212,8 @@ double copy_bandwidth() {
   }
   return 2.0 * double(n) / (median(t) * 1e-3) / 1e9;
 }
+
+namespace {
 
 void write_files(const std::string& prefix, const std::vector<BenchRow>& rows, const std::string& gpu) {
   std::ofstream csv(prefix + ".csv");
@@ -245,6 +249,29 @@ void write_files(const std::string& prefix, const std::vector<BenchRow>& rows, c
 }
 
 }  // namespace
+
+Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repeats) {
+  GpuInfo info = gpu_info(0);
+  Case c{"", nullptr, shape, Case::Input::row_major,
+         shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}};
+  Timing t;
+  t.checked = check_small(k, c);
+  const double in_bytes = double(numel(shape)) * 2.0;
+  const int rotations = int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes)));
+  Bound b = bind_case(k.pipeline(), shape, c.input, std::min(rotations, 64));
+  for (int i = 0; i < 3; ++i) k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+  std::vector<double> t_ms;
+  for (int i = 0; i < repeats; ++i) {
+    EventTimer ev;
+    ev.record_start();
+    k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+    ev.record_stop();
+    t_ms.push_back(ev.elapsed_ms());
+  }
+  t.us = median(t_ms) * 1e3;
+  t.bytes = b.bytes;
+  return t;
+}
 
 std::vector<BenchRow> run_bench(const BenchOptions& o) {
   GpuInfo info = gpu_info(0);

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+namespace mxjit {
+class Kernel;
+}
 namespace mxjit::bench {
 
 /// What to run and where to write.
@@ -24,6 +27,18 @@ struct BenchRow {
   double bytes = 0;
   bool checked = false;
 };
+
+/// Median microseconds of `k` on a row-major random input of `shape` (rotating buffers, events),
+/// and the bytes it moves; checks the kernel against the reference on a small shape first
+/// (`checked`).
+struct Timing {
+  double us = 0, bytes = 0;
+  bool checked = false;
+};
+Timing time_kernel(const mxjit::Kernel& k, const std::vector<int64_t>& shape, int repeats = 20);
+
+/// The device-to-device copy bandwidth in GB/s (read + write), 2 GiB copies, median.
+double copy_bandwidth();
 
 /// Runs the benchmark on GPU 0; returns the rows (the first is the copy). Throws CudaError
 /// without a GPU.

@@ -16,6 +16,8 @@
 
 #include "mxjit/mxjit.hpp"
 #include "runtime/compile.hpp"
+#include "runtime/module.hpp"
+#include "runtime/nvrtc.hpp"
 
 using namespace mxjit;
 using Clock = std::chrono::steady_clock;
@@ -122,6 +124,22 @@ int main(int argc, char** argv) {
     }
     std::printf("dispatch on an in-process hit (checks + lookup + cuLaunchKernel): median %.2f us per launch\n",
                 median(per));
+    // The driver's own share: cuLaunchKernel of an empty kernel in the same loop.
+    detail::NvrtcRequest req;
+    req.source = "extern \"C\" __global__ void empty(const long long* p) { (void)p; }";
+    req.arch = t.arch;
+    detail::LoadedKernel e = detail::LoadedKernel::load(detail::nvrtc_compile(req).cubin, "empty");
+    long long dummy = 0;
+    void* args[] = {&dummy};
+    std::vector<double> raw;
+    for (int rep = 0; rep < 5; ++rep) {
+      const int n = 2000;
+      auto t0 = Clock::now();
+      for (int i = 0; i < n; ++i) e.launch({1, 1, 1}, {32, 1, 1}, 0, st.handle(), args);
+      raw.push_back(ms_since(t0) * 1000.0 / n);
+      st.synchronize();
+    }
+    std::printf("raw cuLaunchKernel of an empty kernel, same loop: median %.2f us per launch\n", median(raw));
   }
   std::filesystem::remove_all(dir);
   return 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
 #include "codegen/values.hpp"
 #include "dsl/errors.hpp"
@@ -11,116 +12,10 @@
 namespace mxjit::detail {
 namespace {
 
-const char* load_fn(DType t) {
-  switch (t) {
-    case DType::bf16: return "mx_ld_bf16";
-    case DType::f16: return "mx_ld_f16";
-    case DType::f32: return "mx_ld_f32";
-    default: return "mx_ld_u8";
-  }
-}
-
-std::string fmt_args(const ElemFormat& f) {
-  int spec = f.specials == Specials::none ? 0 : (f.specials == Specials::fn ? 1 : 2);
-  return fmt::format("{}, {}, {}, {}", f.is_int ? 1 : f.ebits, f.mbits, spec, f.is_int ? "true" : "false");
-}
-
-// Everything the emitter needs to know about the kernel being written.
-struct Ctx {
-  const Pipeline& p;
-  const Target& target;
-  const StrideClass& sc;
-  const Plan& plan;
-  ValueSet v;
-  std::string out;
-  int vec = 8;  // elements per 16-byte load of the lead input
-
-  // C expression of the domain index along `axis` for tile-local row `r` and column `c`.
-  std::string idx(int axis, const std::string& r, const std::string& c) const {
-    if (axis == plan.ax_c) return fmt::format("(c0 + {})", c);
-    if (axis == plan.ax_r) return fmt::format("(r0 + {})", r);
-    return fmt::format("bi{}", axis);
-  }
-  // Offset of input k at (r, c): sum of index * stride (the unit axis is a literal 1).
-  std::string in_offset(int k, const std::string& r, const std::string& c, int packed_axis = -1, int64_t div = 1) const {
-    std::string s;
-    for (int a = 0; a < plan.rank; ++a) {
-      std::string i = idx(a, r, c);
-      if (a == packed_axis && div > 1) i = fmt::format("({} / {})", i, div);
-      const bool unit = k < int(sc.unit_axis.size()) && sc.unit_axis[k] == a;
-      s += fmt::format("{}{}", s.empty() ? "" : " + ", unit ? i : fmt::format("{} * P.in_stride[{}][{}]", i, k, a));
-    }
-    return s.empty() ? "0" : s;
-  }
-};
-
-void emit_banner(Ctx& x) {
-  x.out += "// ==== mxjit generated kernel ========================================================\n";
-  x.out += fmt::format("// generator {}  target {}  {}\n", kGeneratorVersion, x.target.arch, x.sc.str());
-  x.out += fmt::format("// pipeline hash {}\n", x.p.hash().hex());
-  std::string text = x.p.str();
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    x.out += "//   " + text.substr(pos, nl - pos) + "\n";
-    pos = nl == std::string::npos ? text.size() : nl + 1;
-  }
-  x.out += "// " + x.plan.str() + "\n";
-  x.out += "// ====================================================================================\n";
-  x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n", x.target.hw_fp4_fp6() ? 1 : 0,
-                       x.target.hw_fp4_fp6() ? 1 : 0);
-  for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
-    x.out += fmt::format("// ---- templates/{} ----\n", t);
-    x.out += template_text(t);
-    x.out += "\n";
-  }
-}
-
-void emit_params(Ctx& x) {
-  const int ni = int(x.p.inputs().size()), no = int(x.p.outputs().size()), r = x.plan.rank;
-  x.out += "// Kernel parameters: every field 8 bytes, filled by the launcher in this order.\n";
-  x.out += "struct MxParams {\n";
-  x.out += fmt::format("  const void* in[{}];\n  void* out[{}];\n  mx_i64 shape[{}];\n", ni, no, r);
-  x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n  mx_i64 out_stride[{}][{}];\n  mx_i64 out_shape[{}][{}];\n", ni,
-                       r, no, r, no, r);
-  x.out += "  mx_i64 tiles_r, tiles_c;\n};\n\n";
-}
-
-// Leaf loads inside the phase-1 loop (element column `c`, row `r`; tensor inputs preloaded).
-std::string leaf_expr(const Ctx& x, const NodePtr& n) {
-  if (n->op == Op::input) {
-    int k = x.p.input_index(n->name);
-    return fmt::format("x{}[e]", k);
-  }
-  if (n->op == Op::vec_input) {
-    int k = x.p.input_index(n->name);
-    return fmt::format("{}(P.in[{}], {} * P.in_stride[{}][0])", load_fn(n->dtype), k, x.idx(n->axis, "r", "c"), k);
-  }
-  if (n->op == Op::dequant) {
-    const int kc = x.p.input_index(n->args[0]->name), ks = x.p.input_index(n->args[1]->name);
-    const int ba = n->block.axes[0];
-    const int64_t bs = n->block.sizes[0];
-    const bool fp4 = n->elem.packed();
-    std::string code_off = x.in_offset(kc, "r", "c", fp4 ? ba : -1, 2);
-    std::string code = fmt::format("mx_u32(mx_ld_u8(P.in[{}], {}))", kc, code_off);
-    if (fp4) code = fmt::format("(({} & 1) ? ({} >> 4) : ({} & 15u))", x.idx(ba, "r", "c"), code, code);
-    std::string dv = fmt::format("mx_decode_sw<{}>({})", fmt_args(n->elem), code);
-    std::string s_off = x.in_offset(ks, "r", "c", ba, bs);
-    std::string sv;
-    switch (n->scale_format) {
-      case ScaleFormat::e8m0: sv = fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
-      case ScaleFormat::e4m3: sv = fmt::format("mx_decode_sw<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
-      case ScaleFormat::f32: sv = fmt::format("mx_ld_f32(P.in[{}], {})", ks, s_off); break;
-    }
-    return fmt::format("({} * {})", dv, sv);
-  }
-  throw Error("mxjit internal: unexpected leaf");
-}
-
 void emit_prologue(Ctx& x) {
   const Plan& pl = x.plan;
-  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const MxParams P) {{\n", pl.threads,
-                       pl.kernel_name);
+  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads,
+                       pl.min_blocks, pl.kernel_name);
   x.out += "  extern __shared__ float4 mx_smem4[];\n  float* const mx_smem = reinterpret_cast<float*>(mx_smem4);\n";
   int64_t off = 0;
   const int64_t tile_floats = int64_t(pl.tile_r) * pl.row_stride;
@@ -152,41 +47,74 @@ void emit_prologue(Ctx& x) {
 void emit_load(Ctx& x) {
   const Plan& pl = x.plan;
   const int V = x.vec;
+  const int chunks = pl.tile_r * (pl.tile_c / V);
+  // With a whole number of chunks per thread, every load of the thread is issued before the first
+  // value is stored (several 16-byte loads in flight); otherwise one chunk at a time.
+  const int iters = pl.hoist && chunks % pl.threads == 0 ? chunks / pl.threads : 1;
+  const bool hoist = pl.hoist && chunks % pl.threads == 0;
   x.out += "  // Phase 1: load the tile and evaluate the value expressions into shared memory.\n";
-  x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", pl.tile_r * (pl.tile_c / V), pl.threads);
-  x.out += fmt::format("    const int r = it / {0}, cv = (it % {0}) * {1};\n", pl.tile_c / V, V);
-  x.out += fmt::format("    const bool row_ok = r < nr;\n    const bool full = row_ok && cv + {} <= nc;\n", V);
-  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
-    const InputDecl& in = x.p.inputs()[k];
-    if (in.kind != InputDecl::tensor) continue;
-    const bool vec_ok = k < x.sc.unit_axis.size() && x.sc.unit_axis[k] == pl.ax_c && x.sc.aligned[k] &&
-                        int(16 / dtype_size(in.dtype)) == V;
-    x.out += fmt::format("    float x{}[{}];\n", k, V);
-    std::string scalar = fmt::format(
-        "      for (int e = 0; e < {0}; ++e) {{ const int c = cv + e; x{1}[e] = (row_ok && c < nc) ? {2}(P.in[{1}], {3}) : 0.0f; }}\n",
-        V, k, load_fn(in.dtype), x.in_offset(int(k), "r", "c"));
-    if (vec_ok) {
-      const char* unpack = in.dtype == DType::bf16 ? "mx_unpack_bf16x8" : in.dtype == DType::f16 ? "mx_unpack_f16x8" : "mx_unpack_f32x4";
-      x.out += fmt::format("    if (full) {{\n      const int c = cv;\n      {}(mx_ld16(static_cast<const char*>(P.in[{}]) + ({}) * {}), x{});\n    }} else {{\n",
-                           unpack, k, x.in_offset(int(k), "r", "c"), dtype_size(in.dtype), k);
-      x.out += scalar + "    }\n";
-    } else {
-      x.out += "    {\n" + scalar + "    }\n";
+  std::vector<int> tensors;
+  for (size_t k = 0; k < x.p.inputs().size(); ++k)
+    if (x.p.inputs()[k].kind == InputDecl::tensor) tensors.push_back(int(k));
+  for (int k : tensors) x.out += fmt::format("  float x{}_[{}][{}];\n", k, iters, V);
+  auto head = [&](const char* stage) {
+    if (hoist)
+      x.out += fmt::format("#pragma unroll\n  for (int i = 0; i < {0}; ++i) {{  // {1}\n    const int it = threadIdx.x + i * {2};\n",
+                           iters, stage, pl.threads);
+    else
+      x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{  // {}\n    const int i = 0;\n", chunks,
+                           pl.threads, stage);
+    x.out += fmt::format("    const int r = it / {0}, cv = (it % {0}) * {1};\n", pl.tile_c / V, V);
+    x.out += fmt::format("    const bool row_ok = r < nr;\n    const bool full = row_ok && cv + {} <= nc;\n", V);
+  };
+  auto loads = [&] {
+    for (int k : tensors) {
+      const InputDecl& in = x.p.inputs()[size_t(k)];
+      const bool vec_ok = k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == pl.ax_c && x.sc.aligned[size_t(k)] &&
+                          int(16 / dtype_size(in.dtype)) == V;
+      std::string scalar = fmt::format(
+          "      for (int e = 0; e < {0}; ++e) {{ const int c = cv + e; x{1}_[i][e] = (row_ok && c < nc) ? {2}(P.in[{1}], {3}) : 0.0f; }}\n",
+          V, k, load_fn(in.dtype), x.in_offset(k, "r", "c"));
+      if (vec_ok) {
+        const char* unpack = in.dtype == DType::bf16 ? "mx_unpack_bf16x8" : in.dtype == DType::f16 ? "mx_unpack_f16x8" : "mx_unpack_f32x4";
+        x.out += fmt::format("    if (full) {{\n      const int c = cv;\n      {}(mx_ld16(static_cast<const char*>(P.in[{}]) + ({}) * {}), x{}_[i]);\n    }} else {{\n",
+                             unpack, k, x.in_offset(k, "r", "c"), dtype_size(in.dtype), k);
+        x.out += scalar + "    }\n";
+      } else {
+        x.out += "    {\n" + scalar + "    }\n";
+      }
     }
+  };
+  auto compute = [&] {
+    for (int k : tensors) x.out += fmt::format("    float x{0}[{1}];\n    for (int e = 0; e < {1}; ++e) x{0}[e] = x{0}_[i][e];\n", k, V);
+    x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n      const int c = cv + e;\n", V);
+    x.out += "      const bool ok = row_ok && c < nc;\n";
+    std::string body;
+    ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "v");
+    for (size_t k = 0; k < x.v.roots.size(); ++k) {
+      std::string var = em.emit(x.v.roots[k], body, "      ");
+      body += fmt::format("      tile{}[r * {} + c + (c >> 3)] = {};\n", k, pl.row_stride, var);
+    }
+    // Loads of non-tensor leaves happen only for in-range elements.
+    x.out += "      if (!ok) {\n";
+    for (size_t k = 0; k < x.v.roots.size(); ++k)
+      x.out += fmt::format("        tile{}[r * {} + c + (c >> 3)] = 0.0f;\n", k, pl.row_stride);
+    x.out += "        continue;\n      }\n" + body + "    }\n";
+  };
+  if (hoist) {
+    head("issue every load");
+    loads();
+    x.out += "  }\n";
+    head("evaluate and store");
+    compute();
+    x.out += "  }\n";
+  } else {
+    head("load, evaluate, store");
+    loads();
+    compute();
+    x.out += "  }\n";
   }
-  x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n      const int c = cv + e;\n", V);
-  x.out += "      const bool ok = row_ok && c < nc;\n";
-  std::string body;
-  ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "v");
-  for (size_t k = 0; k < x.v.roots.size(); ++k) {
-    std::string var = em.emit(x.v.roots[k], body, "      ");
-    body += fmt::format("      tile{}[r * {} + c + (c >> 3)] = ok ? {} : 0.0f;\n", k, pl.row_stride, var);
-  }
-  // Loads of non-tensor leaves happen only for in-range elements.
-  x.out += "      if (!ok) {\n";
-  for (size_t k = 0; k < x.v.roots.size(); ++k)
-    x.out += fmt::format("        tile{}[r * {} + c + (c >> 3)] = 0.0f;\n", k, pl.row_stride);
-  x.out += "        continue;\n      }\n" + body + "    }\n  }\n  __syncthreads();\n";
+  x.out += "  __syncthreads();\n";
 }
 
 std::string tile_at(const Plan& pl, int root, const std::string& r, const std::string& c) {
@@ -212,41 +140,7 @@ void emit_scales(Ctx& x) {
                          tile_at(pl, root, fmt::format("rb * {} + i", br), fmt::format("cb * {} + j", bc)));
     if (x.v.scale_flush[s]) x.out += "        if (u < 0x00800000u) u = 0u;\n";
     x.out += "        m = u > m ? u : m;\n      }\n";
-    x.out += "    mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n    float mult = 0.0f, sval = 0.0f;\n";
-    const ElemFormat& f = sn->elem;
-    switch (sn->scale_format) {
-      case ScaleFormat::e8m0: {
-        x.out += "    if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n";
-        x.out += sn->policy == NanPolicy::nan_block ? "    else if (m == 0x7f800000u) { byte = 255u; flag = 2u; }\n"
-                                                    : "    else if (m == 0x7f800000u) { byte = 254u; }\n";
-        x.out += "    else if (m == 0u) { byte = 0u; flag = 1u; }\n    else {\n";
-        switch (sn->rule) {
-          case ScaleRule::floor: x.out += fmt::format("      byte = mx_scale_floor(m, {});\n", f.emax()); break;
-          case ScaleRule::ceil: x.out += fmt::format("      byte = mx_scale_ceil(m, {});\n", f.max_normal_log2()); break;
-          case ScaleRule::even: x.out += fmt::format("      byte = mx_scale_even(m, {}, {});\n", f.is_int ? 6 : f.mbits, f.emax()); break;
-          case ScaleRule::rceil:
-            x.out += fmt::format("      byte = mx_scale_rceil(m, {});\n", float_literal(1.0 / f.max_normal()));
-            break;
-          case ScaleRule::custom: {
-            std::string body;
-            ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
-            std::string var = em.emit(sn->args[1], body, "      ");
-            x.out += body + fmt::format("      byte = mx_custom_exponent_byte({});\n", var);
-            x.out += "      if (byte == 255u) flag = 2u;\n";
-            break;
-          }
-        }
-        x.out += "    }\n    if (flag == 0u) mult = mx_e8m0_rcp(byte);\n";
-        break;
-      }
-      case ScaleFormat::f32:
-        x.out += "    {\n      const float a = mx_float(m);\n";
-        x.out += fmt::format("      mult = {} / (a < 1e-12f ? 1e-12f : a);\n      sval = 1.0f / mult;\n    }}\n",
-                             float_literal(f.max_normal()));
-        break;
-      case ScaleFormat::e4m3:
-        throw UsageError("GPU generator: NVFP4 scales run on the CPU reference only in this version");
-    }
+    x.out += scale_from_amax(sn, "    ");
     x.out += fmt::format("    s{0}_mult[lb] = mult;\n    s{0}_val[lb] = sval;\n    s{0}_info[lb] = byte | (flag << 8);\n  }}\n", s);
   }
   x.out += "  __syncthreads();\n";
@@ -277,7 +171,7 @@ void emit_chunk_loop_head(Ctx& x, const Chunking& ch) {
     x.out += fmt::format("    const bool full = r < nr && cw + {} <= nc;\n", ch.w);
   } else {
     x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", pl.tile_c * (pl.tile_r / ch.w), pl.threads);
-    x.out += fmt::format("    const int c = it / {0}, rw = (it % {0}) * {1};\n", pl.tile_r / ch.w, ch.w);
+    x.out += fmt::format("    const int c = it % {0}, rw = (it / {0}) * {1};\n", pl.tile_c, ch.w);
     x.out += fmt::format("    const bool full = c < nc && rw + {} <= nr;\n", ch.w);
   }
 }
@@ -286,11 +180,6 @@ void emit_chunk_loop_head(Ctx& x, const Chunking& ch) {
 std::pair<std::string, std::string> chunk_rc(const Chunking& ch, const std::string& e) {
   if (ch.along_c) return {"r", fmt::format("(cw + {})", e)};
   return {fmt::format("(rw + {})", e), "c"};
-}
-
-std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd) {
-  const bool sr = q->round == Round::stochastic;
-  return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");
 }
 
 // Phase 4: quantized elements, chunk by chunk, packed and stored 16 bytes at a time.
@@ -308,7 +197,10 @@ void emit_elems(Ctx& x, int o) {
   if (inner != pl.ax_c && inner != pl.ax_r)
     throw UsageError(fmt::format("GPU generator: output '{}' is stored with axis {} innermost, which is not one of "
                                  "the tile axes ({}, {})", out.name, inner, pl.ax_r, pl.ax_c));
-  Chunking ch{inner == pl.ax_c, fp4 ? 32 : 16};
+  // Row-wise: 16 codes (one 16-byte store); column-wise: 32 rows per thread (a full 32-byte
+  // sector per column) with consecutive lanes on consecutive columns (conflict-free smem reads).
+  Chunking ch{inner == pl.ax_c, fp4 ? 32 : (inner == pl.ax_c ? 16 : pl.col_w)};
+  if (!ch.along_c && pl.tile_r % ch.w != 0) ch.w = 16;
   const int packed_axis = fp4 ? inner : -1;
   const int nan_code = q->elem.has_nan() ? (1 << (q->elem.bits() - 1)) - 1 : 0;
   const bool hw_pair = q->round == Round::nearest_even &&
@@ -350,12 +242,17 @@ void emit_elems(Ctx& x, int o) {
   x.out += fmt::format("    mx_u8* const base = static_cast<mx_u8*>(P.out[{}]);\n", o);
   x.out += fmt::format("    {{\n      const int rs = {}, cs = {};\n      const mx_i64 off = {};\n", r0e, c0e,
                        out_offset(x, o, "rs", "cs", packed_axis));
-  x.out += "      mx_u32 w[4];\n";
+  const int nbytes = fp4 ? ch.w / 2 : ch.w, nwords = nbytes / 4;
+  x.out += fmt::format("      mx_u32 w[{}];\n", nwords);
   if (fp4)
-    x.out += "#pragma unroll\n      for (int i = 0; i < 4; ++i) { w[i] = 0u;\n#pragma unroll\n        for (int j = 0; j < 8; ++j) w[i] |= code[8 * i + j] << (4 * j); }\n";
-  else if (q->elem.bits() == 6 || q->elem.bits() == 8)
-    x.out += "#pragma unroll\n      for (int i = 0; i < 4; ++i) w[i] = (code[4*i] & 0xffu) | ((code[4*i+1] & 0xffu) << 8) | ((code[4*i+2] & 0xffu) << 16) | ((code[4*i+3] & 0xffu) << 24);\n";
-  x.out += "      if (full && mx_aligned16(base + off)) {\n        mx_st16(base + off, mx_v16{w[0], w[1], w[2], w[3]});\n      } else {\n";
+    x.out += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i) {{ w[i] = 0u;\n#pragma unroll\n        for (int j = 0; j < 8; ++j) w[i] |= code[8 * i + j] << (4 * j); }}\n", nwords);
+  else
+    x.out += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i) w[i] = (code[4*i] & 0xffu) | ((code[4*i+1] & 0xffu) << 8) | ((code[4*i+2] & 0xffu) << 16) | ((code[4*i+3] & 0xffu) << 24);\n", nwords);
+  x.out += "      if (full && mx_aligned16(base + off)) {\n";
+  for (int i = 0; i < nwords / 4; ++i)
+    x.out += fmt::format("        mx_st16(base + off + {0}, mx_v16{{w[{1}], w[{2}], w[{3}], w[{4}]}});\n", 16 * i, 4 * i, 4 * i + 1,
+                         4 * i + 2, 4 * i + 3);
+  x.out += "      } else {\n";
   x.out += fmt::format("        for (int e = 0; e < {}; e += {}) {{\n", ch.w, fp4 ? 2 : 1);
   auto [re, ce] = chunk_rc(ch, "e");
   x.out += fmt::format("          const int rr = {}, cc = {};\n          if (rr < nr && cc < nc) {{\n", re, ce);
@@ -474,6 +371,11 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
   plan.kernel_name = "mxjit_" + hash128(key).hex().substr(0, 16);
   emit_banner(x);
   emit_params(x);
+  if (plan.kind == Plan::Kind::direct) {
+    x.direct = true;
+    emit_direct_kernel(x);
+    return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
+  }
   emit_prologue(x);
   emit_load(x);
   emit_scales(x);

@@ -18,12 +18,14 @@ std::string StrideClass::str() const {
   return "sc(" + s + ")";
 }
 
-std::string Tuning::str() const { return fmt::format("tune({},{},{})", tile_r, tile_c, threads); }
+std::string Tuning::str() const {
+  return fmt::format("tune({},{},{},{},{},{},{},{})", tile_r, tile_c, threads, min_blocks, hoist, col_w, unroll, force_tiled);
+}
 
 std::string Plan::str() const {
-  return fmt::format("plan rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} batch=[{}] "
+  return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} batch=[{}] "
                      "zero=[{}] name={}",
-                     rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
+                     kind == Kind::direct ? "direct" : "tiled", block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
                      fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
 }
 
@@ -43,7 +45,14 @@ Plan Plan::parse(const std::string& text) {
       size_t eq = word.find('=');
       if (eq == std::string::npos) continue;
       std::string k = word.substr(0, eq), v = word.substr(eq + 1);
-      if (k == "rank") p.rank = std::stoi(v);
+      if (k == "kind") p.kind = v == "direct" ? Kind::direct : Kind::tiled;
+      else if (k == "block_c") p.block_c = std::stoi(v);
+      else if (k == "group") p.group = std::stoi(v);
+      else if (k == "unroll") p.unroll = std::stoi(v);
+      else if (k == "min_blocks") p.min_blocks = std::stoi(v);
+      else if (k == "hoist") p.hoist = std::stoi(v) != 0;
+      else if (k == "col_w") p.col_w = std::stoi(v);
+      else if (k == "rank") p.rank = std::stoi(v);
       else if (k == "ax_r") p.ax_r = std::stoi(v);
       else if (k == "ax_c") p.ax_c = std::stoi(v);
       else if (k == "tile") { p.tile_r = std::stoi(v.substr(0, v.find('x'))); p.tile_c = std::stoi(v.substr(v.find('x') + 1)); }
@@ -128,6 +137,11 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     throw UsageError(fmt::format("tuning: tile {}x{} must be a multiple of the block {}x{} and of 32 columns",
                                  plan.tile_r, plan.tile_c, br, bc));
   plan.threads = tuning.threads ? tuning.threads : 256;
+  // Defaults from mxjit_sweep on an H200 (16384^2 bf16): 64x128 tiles, hoisted loads, 16 rows per
+  // column-wise store, >= 4 CTAs per SM.
+  plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : 4;
+  plan.hoist = tuning.hoist != 0;
+  plan.col_w = tuning.col_w ? tuning.col_w : 16;
   // Rows padded so that 8-float column groups and consecutive rows fall in different banks
   // (stride = 16 mod 32 plus one float per 8): 16-byte chunk writes and column reads stay
   // (nearly) conflict-free.
@@ -146,6 +160,37 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   plan.smem_bytes = int(smem);
   for (size_t i = 0; i < p.outputs().size(); ++i)
     if (p.outputs()[i].kind == OutputKind::amax) plan.zero_outputs.push_back(int(i));
+  // Direct (register) kernels when nothing needs transposing.
+  bool direct = true;
+  int64_t bsize = 0;
+  for (const NodePtr& q : values.quantizes) {
+    const BlockSpec& b = block_of(q);
+    if (b.axes.size() != 1 || b.axes[0] != plan.ax_c || (bsize && b.sizes[0] != bsize)) direct = false;
+    bsize = b.sizes[0];
+  }
+  for (const NodePtr& s : values.scales) {
+    const BlockSpec& b = block_of(s);
+    if (b.axes.size() != 1 || b.axes[0] != plan.ax_c || (bsize && b.sizes[0] != bsize)) direct = false;
+    bsize = b.sizes[0];
+  }
+  if (bsize == 0) bsize = 8;
+  if (bsize % 8 != 0 || bsize / 8 > 32) direct = false;
+  for (int a : inner_axes)
+    if (a != plan.ax_c) direct = false;
+  if (tuning.tile_r || tuning.tile_c || tuning.force_tiled) direct = false;  // a tile asks for the tiled kernel
+  if (direct) {
+    plan.kind = Plan::Kind::direct;
+    plan.block_c = int(bsize);
+    plan.group = int(bsize / 8);
+    // Defaults from mxjit_sweep on an H200: 2 chunks per thread, >= 6 CTAs per SM (<= 40 registers).
+    plan.unroll = tuning.unroll ? tuning.unroll : 2;
+    plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : 6;
+    plan.threads = tuning.threads ? tuning.threads : 256;
+    plan.smem_bytes = 0;
+    plan.roots = int(values.roots.size());
+    plan.tile_r = 1;
+    plan.tile_c = 8;
+  }
   plan.kernel_name = "mxjit_" + p.hash().hex().substr(0, 16);
   return plan;
 }

@@ -37,16 +37,32 @@ struct StrideClass {
 /// Free parameters a tuner may set (0 = choose the default).
 struct Tuning {
   int tile_r = 0, tile_c = 0, threads = 0;
+  int min_blocks = 0;  ///< __launch_bounds__ minimum CTAs per SM
+  int hoist = -1;      ///< tiled: issue all loads of a thread before storing (1/0; -1 default)
+  int col_w = 0;       ///< tiled: rows per thread for column-wise stores (16 or 32)
+  int unroll = 0;      ///< direct: chunks per thread
+  bool force_tiled = false;  ///< use the tiled kernel even where the direct one applies
   std::string str() const;
 };
 
 /// How the kernel covers the domain.
 struct Plan {
+  /// tiled: the shared-memory tile above; direct: no shared memory — each thread owns 8
+  /// consecutive elements along ax_c, a block is `group` neighbouring lanes (amax by shuffles),
+  /// used when nothing needs transposing (every block and every output runs along ax_c).
+  enum class Kind : uint8_t { tiled, direct };
+  Kind kind = Kind::tiled;
+  int block_c = 8;  ///< direct: elements per block along ax_c
+  int group = 1;    ///< direct: lanes per block (block_c / 8)
+  int unroll = 4;   ///< direct: chunks per thread, loaded before any is used
   int rank = 0;
   int ax_r = -1, ax_c = 0;        ///< tile axes (ax_r = -1 for rank-1 domains)
   int tile_r = 1, tile_c = 128;   ///< tile extents in elements
   int row_stride = 0;             ///< shared-memory floats per tile row (padded; see emit)
   int threads = 256;
+  int min_blocks = 1;             ///< __launch_bounds__ minimum CTAs per SM (caps registers)
+  bool hoist = true;              ///< tiled: all loads of a thread before its first store
+  int col_w = 32;                 ///< tiled: rows per thread for column-wise stores
   int roots = 1;                  ///< value tiles held in shared memory
   int smem_bytes = 0;             ///< dynamic shared memory per CTA
   std::vector<int> batch_axes;    ///< all other axes, outermost first

@@ -1,6 +1,7 @@
 #include "runtime/kernel.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <mutex>
 #include <shared_mutex>
 #include <vector>
@@ -35,15 +36,17 @@ SemanticCache& semantic_cache() {
   return c;
 }
 
-std::shared_ptr<Loaded> load(const Pipeline& p, const Target& t, const detail::StrideClass& sc) {
-  detail::CompiledKernel ck = detail::compile(p, t, sc);
+std::shared_ptr<Loaded> load(const Pipeline& p, const Target& t, const detail::StrideClass& sc, const detail::Tuning& tuning) {
+  detail::CompileOptions opts;
+  opts.tuning = tuning;
+  detail::CompiledKernel ck = detail::compile(p, t, sc, opts);
   try {
     return std::make_shared<Loaded>(Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.kernel_name), ck.plan});
   } catch (const CudaError&) {
     if (!ck.from_disk) throw;
     // A cached cubin that fails to load is a miss: drop it and compile afresh.
     detail::evict(ck.content_key);
-    ck = detail::compile(p, t, sc);
+    ck = detail::compile(p, t, sc, opts);
     return std::make_shared<Loaded>(Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.kernel_name), ck.plan});
   }
 }
@@ -53,6 +56,7 @@ std::shared_ptr<Loaded> load(const Pipeline& p, const Target& t, const detail::S
 struct Kernel::State {
   Pipeline pipeline;
   Target target;
+  detail::Tuning tuning;
   std::string hash_prefix;
   // Per-Kernel tier 0: the specialisations this object launched, checked without hashing.
   mutable std::shared_mutex mutex;
@@ -68,7 +72,7 @@ struct Kernel::State {
     std::shared_ptr<const std::shared_ptr<Loaded>> found = semantic_cache().find(key);
     detail::disk_cache().count_memory_lookup(found != nullptr);
     std::shared_ptr<Loaded> loaded = found ? *found : nullptr;
-    if (!loaded) loaded = *semantic_cache().insert(key, load(pipeline, target, sc));
+    if (!loaded) loaded = *semantic_cache().insert(key, load(pipeline, target, sc, tuning));
     std::unique_lock lock(mutex);
     seen.emplace_back(sc, loaded);
     return loaded;
@@ -79,19 +83,22 @@ const Pipeline& Kernel::pipeline() const { return state_->pipeline; }
 const Target& Kernel::target() const { return state_->target; }
 
 std::string Kernel::source() const {
-  return detail::generate(state_->pipeline, state_->target, detail::default_stride_class(state_->pipeline)).source;
+  return detail::generate(state_->pipeline, state_->target, detail::default_stride_class(state_->pipeline), state_->tuning).source;
 }
 
-Kernel jit(const Pipeline& p, const Target& target) {
+Kernel jit(const Pipeline& p, const Target& target, const detail::Tuning& tuning) {
   Kernel k;
   k.state_ = std::make_shared<Kernel::State>();
   k.state_->pipeline = p;
   k.state_->target = target;
-  k.state_->hash_prefix = p.hash().hex() + "/" + target.arch + "/";
+  k.state_->tuning = tuning;
+  k.state_->hash_prefix = p.hash().hex() + "/" + target.arch + "/" + tuning.str() + "/";
   // Compile (or fetch from SQLite) now for the common case; load only where a GPU exists.
   const detail::StrideClass sc = detail::default_stride_class(p);
+  detail::CompileOptions opts;
+  opts.tuning = tuning;
   if (gpu_available()) k.state_->get(sc);
-  else detail::compile(p, target, sc);
+  else detail::compile(p, target, sc, opts);
   return k;
 }
 
@@ -107,11 +114,24 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
                                   reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
   if (b.empty) return;
   const int rank = p.rank();
-  const int64_t tiles_c = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c;
-  const int64_t tiles_r = plan.ax_r >= 0 ? (b.shape[size_t(plan.ax_r)] + plan.tile_r - 1) / plan.tile_r : 1;
-  int64_t batch = 1;
-  for (int a : plan.batch_axes) batch *= b.shape[size_t(a)];
-  const int64_t grid = tiles_c * tiles_r * batch;
+  int64_t tiles_c, tiles_r, grid;
+  if (plan.kind == detail::Plan::Kind::direct) {
+    // Rows: every index of the axes other than ax_c; slots: chunk positions per row.
+    const int64_t n_c = b.shape[size_t(plan.ax_c)];
+    tiles_c = (n_c + plan.block_c - 1) / plan.block_c * plan.group;
+    tiles_r = 1;
+    for (int a = 0; a < rank; ++a)
+      if (a != plan.ax_c) tiles_r *= b.shape[size_t(a)];
+    grid = 0;
+    for (int64_t e : b.shape)
+      if (e >= (int64_t(1) << 31)) throw UsageError(fmt::format("launch: extent {} exceeds 2^31 - 1", e));
+  } else {
+    tiles_c = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c;
+    tiles_r = plan.ax_r >= 0 ? (b.shape[size_t(plan.ax_r)] + plan.tile_r - 1) / plan.tile_r : 1;
+    int64_t batch = 1;
+    for (int a : plan.batch_axes) batch *= b.shape[size_t(a)];
+    grid = tiles_c * tiles_r * batch;
+  }
   if (grid >= (int64_t(1) << 31))
     throw UsageError(fmt::format("launch: {} tiles exceed one launch's 2^31 CTAs", grid));
   // Parameter block, in the order the generated MxParams declares it (every field 8 bytes).
@@ -129,6 +149,16 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   w.push_back(tiles_r);
   w.push_back(tiles_c);
   void* args[] = {w.data()};
+  if (plan.kind == detail::Plan::Kind::direct) {
+    // x: slots of a row; y, z: groups of `unroll` rows.
+    const int64_t gx = (tiles_c + plan.threads - 1) / plan.threads;
+    const int64_t groups = (tiles_r + plan.unroll - 1) / plan.unroll;
+    const int64_t gy = std::min<int64_t>(groups, 65535), gz = (groups + gy - 1) / gy;
+    if (gx >= (int64_t(1) << 31) || gz > 65535) throw UsageError("launch: the domain is too large for one launch");
+    l->kernel.launch({unsigned(gx), unsigned(gy), unsigned(gz)}, {unsigned(plan.threads), 1, 1},
+                     unsigned(plan.smem_bytes), stream, args);
+    return;
+  }
   l->kernel.launch({unsigned(grid), 1, 1}, {unsigned(plan.threads), 1, 1}, unsigned(plan.smem_bytes), stream, args);
 }
 

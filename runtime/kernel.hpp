@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 
+#include "codegen/plan.hpp"
 #include "codegen/target.hpp"
 #include "dsl/pipeline.hpp"
 #include "runtime/tensor.hpp"
@@ -38,13 +39,15 @@ class Kernel {
   struct State;
 
  private:
-  friend Kernel jit(const Pipeline& p, const Target& target);
+  friend Kernel jit(const Pipeline& p, const Target& target, const detail::Tuning& tuning);
   std::shared_ptr<State> state_;
 };
 
 /// Compiles (or finds in the cache) the kernel for `p` on `target` for contiguous inputs, and
 /// returns a Kernel that specialises further for other stride classes on first launch.
-Kernel jit(const Pipeline& p, const Target& target);
+Kernel jit(const Pipeline& p, const Target& target, const detail::Tuning& tuning);
+/// jit() with the default plan parameters.
+inline Kernel jit(const Pipeline& p, const Target& target) { return jit(p, target, detail::Tuning{}); }
 /// jit() for the current GPU.
 inline Kernel jit(const Pipeline& p) { return jit(p, current_target()); }
 

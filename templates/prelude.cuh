@@ -63,3 +63,12 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
   mx_philox4x32_10(ctr, key, out);
   return out[0];
 }
+
+// Offset of scale (r, c) of batch b in a blocked layout of AR x AC atoms (DESIGN §5):
+//   ((r/AR)*(Cp/AC) + c/AC)*AR*AC + (r%L)*(AC*AR/L) + ((r%AR)/L)*AC + c%AC + b*Rp*Cp, L = min(AR, 32)
+template <int AR, int AC>
+MX_D mx_i64 mx_blocked_offset(mx_i64 b, mx_i64 r, mx_i64 c, mx_i64 rp, mx_i64 cp) {
+  constexpr int L = AR >= 32 ? 32 : AR;
+  return b * rp * cp + ((r / AR) * (cp / AC) + c / AC) * (AR * AC) + (r % L) * (AC * (AR / L)) +
+         ((r % AR) / L) * AC + c % AC;
+}

@@ -131,3 +131,16 @@ TEST_CASE("Target parsing") {
   CHECK_THROWS_AS(Target::parse("gfx90a"), UsageError);
   CHECK_THROWS_AS(Target::parse("sm_75"), UsageError);
 }
+
+// Golden sources: the generated text of two pipelines is pinned by its hash, so that any change
+// of generated code is deliberate. A change here changes every cache key: bump
+// kGeneratorVersion with it and update the digests (MXJIT_DUMP_SOURCE=dir shows the text).
+TEST_CASE("golden generated source") {
+  Pipeline d0 = cast2d(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::blocked_128x4());
+  Pipeline d1 = cast2d(0, e2m1, ScaleRule::floor, layout::col_major(), layout::linear());
+  const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
+  const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
+  MESSAGE("golden digests: " << a << " " << b);
+  CHECK(a == "d0817bc02b13e27676d03ed8c4d6df0d");
+  CHECK(b == "cffa7e22b39703e1e212db2f11fafad7");
+}

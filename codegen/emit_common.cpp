@@ -1,0 +1,137 @@
+#include "codegen/emit_common.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/emit_expr.hpp"
+#include "dsl/errors.hpp"
+#include "templates/templates.hpp"
+
+namespace mxjit::detail {
+
+const char* load_fn(DType t) {
+  switch (t) {
+    case DType::bf16: return "mx_ld_bf16";
+    case DType::f16: return "mx_ld_f16";
+    case DType::f32: return "mx_ld_f32";
+    default: return "mx_ld_u8";
+  }
+}
+
+std::string fmt_args(const ElemFormat& f) {
+  int spec = f.specials == Specials::none ? 0 : (f.specials == Specials::fn ? 1 : 2);
+  return fmt::format("{}, {}, {}, {}", f.is_int ? 1 : f.ebits, f.mbits, spec, f.is_int ? "true" : "false");
+}
+
+void emit_banner(Ctx& x) {
+  x.out += "// ==== mxjit generated kernel ========================================================\n";
+  x.out += fmt::format("// generator {}  target {}  {}\n", kGeneratorVersion, x.target.arch, x.sc.str());
+  x.out += fmt::format("// pipeline hash {}\n", x.p.hash().hex());
+  std::string text = x.p.str();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    x.out += "//   " + text.substr(pos, nl - pos) + "\n";
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  x.out += "// " + x.plan.str() + "\n";
+  x.out += "// ====================================================================================\n";
+  x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n", x.target.hw_fp4_fp6() ? 1 : 0,
+                       x.target.hw_fp4_fp6() ? 1 : 0);
+  for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
+    x.out += fmt::format("// ---- templates/{} ----\n", t);
+    x.out += template_text(t);
+    x.out += "\n";
+  }
+}
+
+void emit_params(Ctx& x) {
+  const int ni = int(x.p.inputs().size()), no = int(x.p.outputs().size()), r = x.plan.rank;
+  x.out += "// Kernel parameters: every field 8 bytes, filled by the launcher in this order.\n";
+  x.out += "struct MxParams {\n";
+  x.out += fmt::format("  const void* in[{}];\n  void* out[{}];\n  mx_i64 shape[{}];\n", ni, no, r);
+  x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n  mx_i64 out_stride[{}][{}];\n  mx_i64 out_shape[{}][{}];\n", ni,
+                       r, no, r, no, r);
+  x.out += "  mx_i64 tiles_r, tiles_c;\n};\n\n";
+}
+
+// Leaf loads inside the phase-1 loop (element column `c`, row `r`; tensor inputs preloaded).
+std::string leaf_expr(const Ctx& x, const NodePtr& n) {
+  if (n->op == Op::input) {
+    int k = x.p.input_index(n->name);
+    return fmt::format("x{}[e]", k);
+  }
+  if (n->op == Op::vec_input) {
+    int k = x.p.input_index(n->name);
+    return fmt::format("{}(P.in[{}], {} * P.in_stride[{}][0])", load_fn(n->dtype), k, x.idx(n->axis, "r", "c"), k);
+  }
+  if (n->op == Op::dequant) {
+    const int kc = x.p.input_index(n->args[0]->name), ks = x.p.input_index(n->args[1]->name);
+    const int ba = n->block.axes[0];
+    const int64_t bs = n->block.sizes[0];
+    const bool fp4 = n->elem.packed();
+    std::string code_off = x.in_offset(kc, "r", "c", fp4 ? ba : -1, 2);
+    std::string code = fmt::format("mx_u32(mx_ld_u8(P.in[{}], {}))", kc, code_off);
+    if (fp4) code = fmt::format("(({} & 1) ? ({} >> 4) : ({} & 15u))", x.idx(ba, "r", "c"), code, code);
+    std::string dv = fmt::format("mx_decode_sw<{}>({})", fmt_args(n->elem), code);
+    std::string s_off = x.in_offset(ks, "r", "c", ba, bs);
+    std::string sv;
+    switch (n->scale_format) {
+      case ScaleFormat::e8m0: sv = fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
+      case ScaleFormat::e4m3: sv = fmt::format("mx_decode_sw<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
+      case ScaleFormat::f32: sv = fmt::format("mx_ld_f32(P.in[{}], {})", ks, s_off); break;
+    }
+    return fmt::format("({} * {})", dv, sv);
+  }
+  throw Error("mxjit internal: unexpected leaf");
+}
+
+std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
+  // Emits code that turns `m` (the block's max |x| as FP32 bits) into byte, flag, mult, sval.
+  const ElemFormat& f = sn->elem;
+  std::string o = "mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n";
+  o += "float mult = 0.0f, sval = 0.0f;\n";
+  switch (sn->scale_format) {
+    case ScaleFormat::e8m0: {
+      o += "if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n";
+      o += sn->policy == NanPolicy::nan_block ? "else if (m == 0x7f800000u) { byte = 255u; flag = 2u; }\n"
+                                              : "else if (m == 0x7f800000u) { byte = 254u; }\n";
+      o += "else if (m == 0u) { byte = 0u; flag = 1u; }\nelse {\n";
+      switch (sn->rule) {
+        case ScaleRule::floor: o += fmt::format("  byte = mx_scale_floor(m, {});\n", f.emax()); break;
+        case ScaleRule::ceil: o += fmt::format("  byte = mx_scale_ceil(m, {});\n", f.max_normal_log2()); break;
+        case ScaleRule::even: o += fmt::format("  byte = mx_scale_even(m, {}, {});\n", f.is_int ? 6 : f.mbits, f.emax()); break;
+        case ScaleRule::rceil: o += fmt::format("  byte = mx_scale_rceil(m, {});\n", float_literal(1.0 / f.max_normal())); break;
+        case ScaleRule::custom: {
+          ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
+          std::string var = em.emit(sn->args[1], o, "  ");
+          o += fmt::format("  byte = mx_custom_exponent_byte({});\n  if (byte == 255u) flag = 2u;\n", var);
+          break;
+        }
+      }
+      o += "}\nif (flag == 0u) mult = mx_e8m0_rcp(byte);\n";
+      break;
+    }
+    case ScaleFormat::f32:
+      o += fmt::format("{{\n  const float a = mx_float(m);\n  mult = {} / (a < 1e-12f ? 1e-12f : a);\n  sval = 1.0f / mult;\n}}\n",
+                       float_literal(f.max_normal()));
+      break;
+    case ScaleFormat::e4m3:
+      throw UsageError("GPU generator: NVFP4 scales run on the CPU reference only in this version");
+  }
+  // Indent every line.
+  std::string r;
+  size_t pos = 0;
+  while (pos < o.size()) {
+    size_t nl = o.find('\n', pos);
+    r += in + o.substr(pos, nl - pos + 1);
+    pos = nl + 1;
+  }
+  return r;
+}
+
+std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd) {
+  const bool sr = q->round == Round::stochastic;
+  return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");
+}
+
+}  // namespace mxjit::detail

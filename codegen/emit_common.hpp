@@ -1,0 +1,62 @@
+#pragma once
+/// \file Pieces shared by the kernel emitters (tiled and direct): the emitter context, the
+/// banner and parameter block, leaf loads, scale computation and element encoding calls.
+#include <fmt/format.h>
+
+#include <string>
+
+#include "codegen/emit.hpp"
+#include "codegen/values.hpp"
+
+namespace mxjit::detail {
+
+// Everything the emitter needs to know about the kernel being written.
+struct Ctx {
+  const Pipeline& p;
+  const Target& target;
+  const StrideClass& sc;
+  const Plan& plan;
+  ValueSet v;
+  std::string out;
+  int vec = 8;  // elements per 16-byte load of the lead input
+
+  // C expression of the domain index along `axis` for tile-local row `r` and column `c`.
+  bool direct = false;  // direct (register) kernels name indices ix<axis>, the column `c`
+  std::string idx(int axis, const std::string& r, const std::string& c) const {
+    if (direct) return axis == plan.ax_c ? c : fmt::format("ix{}", axis);
+    if (axis == plan.ax_c) return fmt::format("(c0 + {})", c);
+    if (axis == plan.ax_r) return fmt::format("(r0 + {})", r);
+    return fmt::format("bi{}", axis);
+  }
+  // Offset of input k at (r, c): sum of index * stride (the unit axis is a literal 1).
+  std::string in_offset(int k, const std::string& r, const std::string& c, int packed_axis = -1, int64_t div = 1) const {
+    std::string s;
+    for (int a = 0; a < plan.rank; ++a) {
+      std::string i = idx(a, r, c);
+      if (a == packed_axis && div > 1) i = fmt::format("({} / {})", i, div);
+      const bool unit = k < int(sc.unit_axis.size()) && sc.unit_axis[k] == a;
+      s += fmt::format("{}{}", s.empty() ? "" : " + ", unit ? i : fmt::format("{} * P.in_stride[{}][{}]", i, k, a));
+    }
+    return s.empty() ? "0" : s;
+  }
+};
+
+
+/// The scalar load function for a stored type ("mx_ld_bf16", ...).
+const char* load_fn(DType t);
+/// Template arguments of mx_encode_sw / mx_decode_sw for a format.
+std::string fmt_args(const ElemFormat& f);
+/// The banner (pipeline, hash, plan, target) and the embedded templates.
+void emit_banner(Ctx& x);
+/// The MxParams struct.
+void emit_params(Ctx& x);
+/// The C expression of an input-like leaf at element (r, c) (tensor inputs are preloaded x<k>[e]).
+std::string leaf_expr(const Ctx& x, const NodePtr& n);
+/// Statements turning `m` (max |x| bits) into byte/flag/mult/sval for scale node `sn`.
+std::string scale_from_amax(const NodePtr& sn, const std::string& indent);
+/// The whole direct (register, no shared memory) kernel body.
+void emit_direct_kernel(Ctx& x);
+/// The software encoder call for quantize node `q` on value `val` (random bits `rnd` for SR).
+std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd);
+
+}  // namespace mxjit::detail

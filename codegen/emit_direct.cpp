@@ -1,0 +1,262 @@
+// The direct kernel: no shared memory. Each thread owns `unroll` chunks of 8 consecutive
+// elements along ax_c (all loaded before any is used, so several 16-byte loads are in flight);
+// the `group` lanes holding one block combine their amax with warp shuffles; every lane encodes
+// its own 8 codes and stores them with one 8-byte (FP8/FP6) or 4-byte (FP4) store.
+//
+//   lane:     0        1        2        3        4 ...
+//   columns:  [0..7]   [8..15]  [16..23] [24..31] [32..39]      block of 32 = lanes 0-3
+//   amax:     max over 8 -> shfl_xor 1 -> shfl_xor 2 -> every lane of the block has it
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "codegen/emit_common.hpp"
+#include "codegen/emit_expr.hpp"
+#include "dsl/errors.hpp"
+
+namespace mxjit::detail {
+namespace {
+
+std::vector<int> row_axes(const Plan& pl) {
+  std::vector<int> a;
+  for (int i = 0; i < pl.rank; ++i)
+    if (i != pl.ax_c) a.push_back(i);
+  return a;
+}
+
+// Loads of tensor input k for chunk u into x<k>_[u][0..7].
+void emit_chunk_loads(Ctx& x, int k) {
+  const Plan& pl = x.plan;
+  const InputDecl& in = x.p.inputs()[size_t(k)];
+  const bool unit = k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == pl.ax_c;
+  const bool vec = unit && x.sc.aligned[size_t(k)];
+  std::string base;
+  for (int a : row_axes(pl)) base += fmt::format("{}ix{}_[u] * P.in_stride[{}][{}]", base.empty() ? "" : " + ", a, k, a);
+  if (base.empty()) base = "0";
+  x.out += fmt::format("    {{\n      const mx_i64 base = {};\n", base);
+  std::string col = unit ? "c" : fmt::format("c * P.in_stride[{}][{}]", k, pl.ax_c);
+  std::string scalar = fmt::format(
+      "        for (int e = 0; e < 8; ++e) {{ const mx_i64 c = cc_[u] + e; x{0}_[u][e] = (ok[u] && c < n_c) ? {1}(P.in[{0}], base + {2}) : 0.0f; }}\n",
+      k, load_fn(in.dtype), col);
+  if (vec) {
+    x.out += "      if (ok[u] && cc_[u] + 8 <= n_c) {\n";
+    const std::string ptr = fmt::format("static_cast<const char*>(P.in[{}]) + (base + cc_[u]) * {}", k, dtype_size(in.dtype));
+    if (in.dtype == DType::f32)
+      x.out += fmt::format("        mx_unpack_f32x4(mx_ld16({0}), x{1}_[u]);\n        mx_unpack_f32x4(mx_ld16({0} + 16), x{1}_[u] + 4);\n", ptr, k);
+    else
+      x.out += fmt::format("        {}(mx_ld16({}), x{}_[u]);\n", in.dtype == DType::bf16 ? "mx_unpack_bf16x8" : "mx_unpack_f16x8", ptr, k);
+    x.out += "      } else {\n" + scalar + "      }\n";
+  } else {
+    x.out += scalar;
+  }
+  x.out += "    }\n";
+}
+
+std::string scale_offset(const Ctx& x, int o, const std::string& R, const std::string& C) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  if (!out.layout.is_blocked()) {
+    std::string s = fmt::format("{} * P.out_stride[{}][{}]", C, o, pl.ax_c);
+    for (int a : row_axes(pl)) s += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
+    return s;
+  }
+  auto [ra, ca] = blocked_axes(block_of(x.v.scales[size_t(x.v.output_index[size_t(o)])]), pl.rank);
+  (void)ca;
+  std::string b = "0";
+  for (int a : row_axes(pl))
+    if (a != ra) b = fmt::format("({}) * P.shape[{}] + ix{}", b, a, a);
+  return fmt::format("mx_blocked_offset<{}, {}>({}, {}, {}, Rp{}, Cp{})", out.layout.atom_rows(), out.layout.atom_cols(),
+                     b, R, C, o, o);
+}
+
+void emit_scale_store(Ctx& x, int o, int s) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const bool f32 = out.dtype == DType::f32;
+  const char* t = f32 ? "float" : "mx_u8";
+  std::string val = f32 ? fmt::format("(sval{0} != sval{0} ? mx_float(0x7fc00000u) : sval{0})", s) : fmt::format("mx_u8(byte{})", s);
+  x.out += fmt::format("      if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.group);
+  x.out += fmt::format("        {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
+  x.out += fmt::format("        const mx_i64 C = cc / {};\n", pl.block_c);
+  if (!out.layout.is_blocked()) {
+    x.out += fmt::format("        sp[{}] = {};\n      }}\n", scale_offset(x, o, "", "C"), val);
+    return;
+  }
+  // Blocked: this lane also zeroes the padding that follows its scale in the padded layout.
+  auto [ra, ca] = blocked_axes(block_of(x.v.scales[size_t(s)]), pl.rank);
+  (void)ca;
+  const int ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  x.out += fmt::format("        const mx_i64 R = ix{};\n", ra);
+  x.out += fmt::format("        const mx_i64 Rp{0} = ((P.shape[{1}] + {2} - 1) / {2}) * {2}, Cp{0} = ((nblk + {3} - 1) / {3}) * {3};\n",
+                       o, ra, ar, ac);
+  x.out += fmt::format("        sp[{}] = {};\n", scale_offset(x, o, "R", "C"), val);
+  x.out += fmt::format("        if (C == nblk - 1) for (mx_i64 c2 = nblk; c2 < Cp{}; ++c2) sp[{}] = 0;\n", o, scale_offset(x, o, "R", "c2"));
+  x.out += fmt::format("        if (R == P.shape[{}] - 1) for (mx_i64 r2 = R + 1; r2 < Rp{}; ++r2) {{\n", ra, o);
+  x.out += fmt::format("          sp[{}] = 0;\n", scale_offset(x, o, "r2", "C"));
+  x.out += fmt::format("          if (C == nblk - 1) for (mx_i64 c2 = nblk; c2 < Cp{}; ++c2) sp[{}] = 0;\n        }}\n      }}\n", o,
+                       scale_offset(x, o, "r2", "c2"));
+}
+
+void emit_elems_store(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const int qi = x.v.output_index[size_t(o)];
+  const NodePtr& q = x.v.quantizes[size_t(qi)];
+  const int si = x.v.quantize_scale[size_t(qi)];
+  const int root = x.v.scale_root[size_t(si)];
+  const bool fp4 = q->elem.packed();
+  const int nan_code = q->elem.has_nan() ? (1 << (q->elem.bits() - 1)) - 1 : 0;
+  const bool hw_pair = q->round == Round::nearest_even &&
+                       ((x.target.hw_fp8() && (q->elem == e4m3 || q->elem == e5m2)) ||
+                        (x.target.hw_fp4_fp6() && (q->elem == e2m1 || q->elem == e2m3 || q->elem == e3m2)));
+  const char* pair_fn = q->elem == e4m3 ? "mx_cvt_e4m3x2" : q->elem == e5m2 ? "mx_cvt_e5m2x2"
+                        : q->elem == e2m1 ? "mx_cvt_e2m1x2" : q->elem == e2m3 ? "mx_cvt_e2m3x2" : "mx_cvt_e3m2x2";
+  x.out += fmt::format("    {{  // output '{}' ({})\n      mx_u32 code[8];\n", x.p.outputs()[size_t(o)].name, q->elem.str());
+  x.out += "#pragma unroll\n      for (int e = 0; e < 8; e += 2) {\n";
+  for (int h = 0; h < 2; ++h) {
+    x.out += fmt::format("        float x{0} = v{1}[e + {0}];\n", h, root);
+    if (q->flush_subnormals)
+      x.out += fmt::format("        if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
+    x.out += fmt::format("        const float y{0} = x{0} * mult{1};\n", h, si);
+    if (q->round == Round::stochastic) {
+      std::string lin = "0";
+      for (int a = 0; a < pl.rank; ++a)
+        lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, a == pl.ax_c ? fmt::format("(cc + e + {})", h) : fmt::format("ix{}", a));
+      x.out += fmt::format("        const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", h, lin, q->offset, q->seed);
+    }
+  }
+  if (hw_pair) {
+    x.out += fmt::format("        const mx_u32 pr = {}(y0, y1);\n", pair_fn);
+    x.out += fp4 ? "        mx_u32 k0 = pr & 15u, k1 = pr >> 4;\n" : "        mx_u32 k0 = pr & 0xffu, k1 = pr >> 8;\n";
+  } else {
+    x.out += fmt::format("        mx_u32 k0 = {}, k1 = {};\n", encode_call(x, q, "y0", "rnd0"), encode_call(x, q, "y1", "rnd1"));
+  }
+  x.out += fmt::format("        if (flag{0}) {{ k0 = flag{0} == 1u ? 0u : {1}u; k1 = k0; }}\n", si, nan_code);
+  x.out += "        code[e] = k0; code[e + 1] = k1;\n      }\n";
+  std::string off = fmt::format("{} * P.out_stride[{}][{}]", fp4 ? "(cc >> 1)" : "cc", o, pl.ax_c);
+  for (int a : row_axes(pl)) off += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
+  x.out += fmt::format("      mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", o, off);
+  if (fp4) {
+    x.out += "      const mx_u32 w = code[0] | (code[1] << 4) | (code[2] << 8) | (code[3] << 12) | (code[4] << 16) | (code[5] << 20) | (code[6] << 24) | (code[7] << 28);\n";
+    x.out += "      if (full && (reinterpret_cast<mx_u64>(ob) & 3u) == 0) *reinterpret_cast<mx_u32*>(ob) = w;\n";
+    x.out += "      else if (ok[u]) for (int e = 0; e < 8; e += 2) if (cc + e < n_c) ob[e >> 1] = mx_u8((w >> (4 * e)) & 0xffu);\n";
+  } else {
+    x.out += "      const mx_u32 w0 = (code[0] & 0xffu) | ((code[1] & 0xffu) << 8) | ((code[2] & 0xffu) << 16) | (code[3] << 24);\n";
+    x.out += "      const mx_u32 w1 = (code[4] & 0xffu) | ((code[5] & 0xffu) << 8) | ((code[6] & 0xffu) << 16) | (code[7] << 24);\n";
+    x.out += "      if (full && (reinterpret_cast<mx_u64>(ob) & 7u) == 0) *reinterpret_cast<uint2*>(ob) = make_uint2(w0, w1);\n";
+    x.out += "      else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = mx_u8(code[e]);\n";
+  }
+  x.out += "    }\n";
+}
+
+void emit_values_store(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int root = x.v.output_index[size_t(o)];
+  std::string off = fmt::format("cc * P.out_stride[{}][{}]", o, pl.ax_c);
+  for (int a : row_axes(pl)) off += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
+  x.out += fmt::format("    {{  // values '{}'\n", out.name);
+  if (out.dtype == DType::f32) {
+    x.out += fmt::format("      float* const ob = static_cast<float*>(P.out[{}]) + ({});\n", o, off);
+    x.out += fmt::format("      float w[8];\n      for (int e = 0; e < 8; ++e) w[e] = v{0}[e] != v{0}[e] ? mx_float(0x7fc00000u) : v{0}[e];\n", root);
+    x.out += "      if (full && mx_aligned16(ob)) {\n";
+    x.out += "        mx_st16(ob, mx_v16{mx_bits(w[0]), mx_bits(w[1]), mx_bits(w[2]), mx_bits(w[3])});\n";
+    x.out += "        mx_st16(ob + 4, mx_v16{mx_bits(w[4]), mx_bits(w[5]), mx_bits(w[6]), mx_bits(w[7])});\n";
+    x.out += "      } else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = w[e];\n    }\n";
+    return;
+  }
+  const char* cv = out.dtype == DType::bf16 ? "mx_f32_to_bf16_bits" : "mx_f32_to_f16_bits";
+  x.out += fmt::format("      mx_u16* const ob = static_cast<mx_u16*>(P.out[{}]) + ({});\n", o, off);
+  x.out += fmt::format("      mx_u32 h[8];\n      for (int e = 0; e < 8; ++e) h[e] = {}(v{}[e]) & 0xffffu;\n", cv, root);
+  x.out += "      if (full && mx_aligned16(ob)) mx_st16(ob, mx_v16{h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16)});\n";
+  x.out += "      else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = mx_u16(h[e]);\n    }\n";
+}
+
+}  // namespace
+
+void emit_direct_kernel(Ctx& x) {
+  const Plan& pl = x.plan;
+  const int U = pl.unroll, G = pl.group, B = pl.block_c;
+  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks, pl.kernel_name);
+  x.out += fmt::format("  const mx_i64 n_c = P.shape[{}];\n  const mx_i64 nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
+  x.out += fmt::format("  const mx_i64 slots = nblk * {};  // chunk slots per row: {} lanes per block\n", G, G);
+  x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";
+  x.out += fmt::format("  bool ok[{0}];\n  mx_i64 cc_[{0}];\n", U);
+  for (int a : row_axes(pl)) x.out += fmt::format("  mx_i64 ix{}_[{}];\n", a, U);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k)
+    if (x.p.inputs()[k].kind == InputDecl::tensor) x.out += fmt::format("  float x{}_[{}][8];\n", k, U);
+  x.out += "  // Phase 1: all loads first, so that several are in flight per thread.\n";
+  x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
+  x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";
+  x.out += fmt::format("  const mx_i64 cc0 = mx_i64(slot / {}u) * {} + (slot % {}u) * 8;\n", G, B, G);
+  x.out += fmt::format("  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * {};\n", U);
+  x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
+  x.out += "    const mx_i64 row = row0 + u;\n    ok[u] = row < rows && slot < slots;\n    cc_[u] = cc0;\n";
+  std::vector<int> ra = row_axes(pl);
+  if (ra.size() == 1) {
+    x.out += fmt::format("    ix{}_[u] = row;\n", ra[0]);
+  } else {
+    // 32-bit decomposition: extents are checked to fit in 31 bits at launch.
+    x.out += "    unsigned rr = unsigned(row);\n";
+    for (auto it = ra.rbegin(); it != ra.rend(); ++it)
+      x.out += fmt::format("    {{ const unsigned n = unsigned(P.shape[{0}]); ix{0}_[u] = rr % n; rr /= n; }}\n", *it);
+  }
+  for (size_t k = 0; k < x.p.inputs().size(); ++k)
+    if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
+  x.out += "  }\n";
+  bool any_amax = false;
+  for (const Output& o : x.p.outputs()) any_amax |= o.kind == OutputKind::amax;
+  if (any_amax) x.out += fmt::format("  mx_u32 tamax[{}] = {{}};\n", x.v.roots.size());
+  x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
+  x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
+  x.out += "    const mx_i64 cc = cc_[u];\n";
+  for (int a : ra) x.out += fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k)
+    if (x.p.inputs()[k].kind == InputDecl::tensor)
+      x.out += fmt::format("    float x{0}[8];\n    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
+  for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
+  x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
+  x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const mx_i64 c = cc + e;\n";
+  x.out += "      const bool in = full || (ok[u] && c < n_c);\n";
+  x.out += "      if (!in) {\n";
+  for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("        v{}[e] = 0.0f;\n", r);
+  x.out += "        continue;\n      }\n";
+  std::string body;
+  ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
+  for (size_t r = 0; r < x.v.roots.size(); ++r) {
+    std::string var = em.emit(x.v.roots[r], body, "      ");
+    body += fmt::format("      v{}[e] = {};\n", r, var);
+  }
+  x.out += body + "    }\n";
+  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+    const int root = x.v.scale_root[s];
+    x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n      mx_u32 m = 0u;\n", s);
+    x.out += fmt::format("      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}m = a > m ? a : m; }}\n",
+                         root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "");
+    for (int off = G / 2; off >= 1; off /= 2)
+      x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
+    x.out += scale_from_amax(x.v.scales[s], "      ");
+    x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n    }}\n", s);
+  }
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    switch (out.kind) {
+      case OutputKind::scales: emit_scale_store(x, o, x.v.output_index[size_t(o)]); break;
+      case OutputKind::elems: emit_elems_store(x, o); break;
+      case OutputKind::values: emit_values_store(x, o); break;
+      case OutputKind::amax: {
+        const int r = x.v.output_index[size_t(o)];
+        x.out += fmt::format("    for (int e = 0; e < 8; ++e) {{ const mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; tamax[{0}] = a > tamax[{0}] ? a : tamax[{0}]; }}\n", r);
+        break;
+      }
+    }
+  }
+  x.out += "  }\n";
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::amax) {
+      const int r = x.v.output_index[size_t(o)];
+      x.out += fmt::format("  {{\n    mx_u32 m = tamax[{}];\n    if (m > 0x7f800000u) m = 0x7fc00000u;\n    m = mx_warp_max_u32(m);\n", r);
+      x.out += fmt::format("    if ((threadIdx.x & 31) == 0 && m) atomicMax(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
+    }
+  x.out += "}\n";
+}
+
+}  // namespace mxjit::detail
