@@ -11,6 +11,7 @@
 /// Compiled code is cached in process (pipeline hash + stride class) and on disk beside the
 /// cubins (arch "host-<cpu>-<features hash>", toolchain "llvm-16.x"): a new process that finds
 /// the object file in SQLite links it without optimising again.
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,6 +39,7 @@ struct CpuCompileInfo {
   double lower_ms = 0;      ///< building the LLVM IR
   double compile_ms = 0;    ///< O3 + machine code (0 on a disk hit)
   std::string content_key;  ///< the SQLite key (hex)
+  uintptr_t fn_address = 0; ///< where the compiled tile function was linked (for profilers)
 };
 
 /// A pipeline compiled for the host CPU; cheap to copy (shared state).

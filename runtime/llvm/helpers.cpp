@@ -19,11 +19,6 @@ struct Fmt {
   int bias() const { return is_int ? 0 : (1 << (ebits - 1)) - 1; }
 };
 
-uint32_t clamp_biased(int64_t e) {
-  e += 127;
-  return uint32_t(e < 0 ? 0 : (e > 254 ? 254 : e));
-}
-
 /// floor(log2(a)) of a positive finite FP32 bit pattern, subnormals included (convert.cuh).
 int floor_log2_bits(uint32_t a) {
   if (a == 0) return INT_MIN / 2;
@@ -103,14 +98,23 @@ float decode(uint32_t c, const Fmt& f) {
   float r;
   if (f.spec == 1 && field == top && mant == (1u << f.mbits) - 1u) return mx_qnan();
   if (f.spec == 2 && field == top) r = mant ? mx_qnan() : mx_as_float(0x7f800000u);
-  else if (field == 0) r = std::ldexp(float(mant), 1 - f.bias() - f.mbits);
-  else r = std::ldexp(float((1u << f.mbits) + mant), int(field) - f.bias() - f.mbits);
+  else if (field == 0) r = mx_fmul(float(mant), mx_pow2(1 - f.bias() - f.mbits));
+  else r = mx_fmul(float((1u << f.mbits) + mant), mx_pow2(int(field) - f.bias() - f.mbits));
   return sign ? -r : r;
 }
 
-float e4m3_value(uint32_t code) { return decode(code & 0xffu, Fmt(format_word(e4m3))); }
+/// E4M3 values of all 256 codes (NVFP4 block scales are decoded once per block).
+struct E4m3Table {
+  float v[256];
+  E4m3Table() {
+    for (uint32_t c = 0; c < 256; ++c) v[c] = decode(c, Fmt(format_word(e4m3)));
+  }
+};
 
-uint32_t e4m3_rne(float v) { return encode_sw(v, Fmt(format_word(e4m3)), false, 0); }
+float e4m3_value(uint32_t code) {
+  static const E4m3Table table;
+  return table.v[code & 0xffu];
+}
 
 }  // namespace
 
@@ -121,11 +125,9 @@ uint32_t format_word(const ElemFormat& f) {
 
 const std::vector<HelperSymbol>& helper_symbols() {
   static const std::vector<HelperSymbol> table = {
-      {"mxcpu_e8m0_rule", reinterpret_cast<void*>(&mxcpu_e8m0_rule)},
       {"mxcpu_custom_byte", reinterpret_cast<void*>(&mxcpu_custom_byte)},
       {"mxcpu_floor_log2f", reinterpret_cast<void*>(&mxcpu_floor_log2f)},
       {"mxcpu_ceil_log2f", reinterpret_cast<void*>(&mxcpu_ceil_log2f)},
-      {"mxcpu_nvfp4", reinterpret_cast<void*>(&mxcpu_nvfp4)},
       {"mxcpu_encode_sr", reinterpret_cast<void*>(&mxcpu_encode_sr)},
       {"mxcpu_exp", reinterpret_cast<void*>(&mxcpu_exp)},
       {"mxcpu_sigmoid", reinterpret_cast<void*>(&mxcpu_sigmoid)},
@@ -143,28 +145,6 @@ const std::vector<HelperSymbol>& helper_symbols() {
 using mxjit::cpu::detail::Fmt;
 
 extern "C" {
-
-uint32_t mxcpu_e8m0_rule(uint32_t m, uint32_t rule, int32_t emax, int32_t mbits, int32_t max_log2, float rcp_max) {
-  using namespace mxjit::cpu::detail;
-  switch (rule) {
-    case 0: return clamp_biased(floor_log2_bits(m) - emax);
-    case 1: {  // RCEIL: ceil(log2(amax * (1/max_normal))), one FP32 multiply; 0 when it underflows
-      const uint32_t v = mx_as_uint(mx_fmul(mx_as_float(m), rcp_max));
-      if (v == 0) return 0;
-      return clamp_biased(ceil_log2_bits(v));
-    }
-    case 2: return clamp_biased(ceil_log2_bits(m) - max_log2);
-    default: {  // EVEN: RNE away the low (23 - mbits) pattern bits (the carry may bump the exponent)
-      const int sh = 23 - mbits;
-      const uint32_t low = m & ((1u << sh) - 1u), half = 1u << (sh - 1);
-      uint32_t r = m >> sh;
-      if (low > half || (low == half && (r & 1u))) r += 1u;
-      r <<= sh;
-      if (r == 0) return 0;
-      return clamp_biased(floor_log2_bits(r) - emax);
-    }
-  }
-}
 
 uint32_t mxcpu_custom_byte(float e) {
   if (std::isnan(e)) return 255u;
@@ -187,34 +167,6 @@ float mxcpu_ceil_log2f(float x) {
   if (x == 0) return -INFINITY;
   if (std::isinf(x)) return x;
   return float(mxjit::cpu::detail::ceil_log2_bits(mx_as_uint(x)));
-}
-
-uint32_t mxcpu_nvfp4(float a, float t, uint32_t convention, float* mult) {
-  using namespace mxjit::cpu::detail;
-  if (mx_isnan(a)) a = mx_qnan();
-  if (mx_isnan(t)) t = mx_qnan();
-  if (convention == 0) {  // Transformer Engine
-    float s_enc = 1.0f;
-    if (t != 0) {
-      s_enc = mx_fdiv(2688.0f, t);
-      if (std::isinf(s_enc)) s_enc = 3.40282347e38f;
-    }
-    const float s_enc_div6 = mx_fmul(s_enc, mx_fdiv(1.0f, 6.0f));
-    const uint32_t scale = e4m3_rne(mx_fmul(a, s_enc_div6));
-    const float den = mx_fmul(e4m3_value(scale), mx_fdiv(1.0f, s_enc));
-    *mult = den == 0 ? 0.0f : mx_fdiv(1.0f, den);
-    return scale;
-  }
-  const float per_tensor = mx_fdiv(t, 2688.0f);
-  const float min_scale = 0x1p-6f;
-  if (per_tensor == 0) {
-    *mult = 0.0f;
-    return e4m3_rne(min_scale) | 0x100u;
-  }
-  const float ratio = mx_fdiv(mx_fdiv(a, 6.0f), per_tensor);
-  const uint32_t scale = e4m3_rne(mx_fmin_nan(mx_fmax_nan(ratio, min_scale), 448.0f));
-  *mult = mx_fdiv(mx_fdiv(1.0f, per_tensor), e4m3_value(scale));
-  return scale;
 }
 
 uint32_t mxcpu_encode_sr(float y, uint32_t fmt, uint64_t seed, uint64_t offset, uint64_t index) {

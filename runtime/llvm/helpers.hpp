@@ -31,17 +31,11 @@ const std::vector<HelperSymbol>& helper_symbols();
 }  // namespace mxjit::cpu::detail
 
 extern "C" {
-/// E8M0 byte of a built-in rule (0 floor, 1 rceil, 2 ceil, 3 even) for amax bits `m` (finite,
-/// non-zero; specials are handled in IR).
-uint32_t mxcpu_e8m0_rule(uint32_t m, uint32_t rule, int32_t emax, int32_t mbits, int32_t max_log2, float rcp_max);
 /// The E8M0 byte of a custom rule's exponent value (NaN -> 0xFF, clamped to [0, 254]).
 uint32_t mxcpu_custom_byte(float e);
 /// floor(log2(x)) / ceil(log2(x)) as FP32 for scale expressions (NaN, x < 0 -> NaN; 0 -> -Inf).
 float mxcpu_floor_log2f(float x);
 float mxcpu_ceil_log2f(float x);
-/// NVFP4 block scale for block amax `a`, tensor amax `t`: returns the E4M3 byte | zero << 8 and
-/// stores the element multiplier.
-uint32_t mxcpu_nvfp4(float a, float t, uint32_t convention, float* mult);
 /// Stochastic rounding of `y` to format word `fmt` with Philox4x32-10 word 0 of
 /// (counter {index, offset}, key seed).
 uint32_t mxcpu_encode_sr(float y, uint32_t fmt, uint64_t seed, uint64_t offset, uint64_t index);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 namespace mxjit::cpu::detail {
 
@@ -80,9 +81,33 @@ llvm::Value* Ir::call(const std::string& name, llvm::Type* ret, const std::vecto
   return b.CreateCall(callee, args);
 }
 
+void Ir::make_scopes(int n) {
+  llvm::MDBuilder md(ctx);
+  llvm::MDNode* domain = md.createAnonymousAliasScopeDomain("mxcpu");
+  for (int i = 0; i < n; ++i) scopes_.push_back(md.createAnonymousAliasScope(domain));
+  for (int i = 0; i < n; ++i) {
+    std::vector<llvm::Metadata*> others;
+    for (int j = 0; j < n; ++j)
+      if (j != i) others.push_back(scopes_[size_t(j)]);
+    noalias_.push_back(llvm::MDNode::get(ctx, others));
+  }
+}
+
+void Ir::tag(llvm::Instruction* inst, int scope) {
+  if (scope < 0 || scope >= int(scopes_.size())) return;
+  inst->setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(ctx, {scopes_[size_t(scope)]}));
+  inst->setMetadata(llvm::LLVMContext::MD_noalias, noalias_[size_t(scope)]);
+}
+
 llvm::Value* Ir::at(llvm::Type* t, llvm::Value* base, llvm::Value* idx) { return b.CreateInBoundsGEP(t, base, idx); }
-llvm::Value* Ir::load(llvm::Type* t, llvm::Value* base, llvm::Value* idx) { return b.CreateLoad(t, at(t, base, idx)); }
-void Ir::store(llvm::Value* v, llvm::Value* base, llvm::Value* idx) { b.CreateStore(v, at(v->getType(), base, idx)); }
+llvm::Value* Ir::load(llvm::Type* t, llvm::Value* base, llvm::Value* idx, int scope) {
+  llvm::LoadInst* l = b.CreateLoad(t, at(t, base, idx));
+  tag(l, scope);
+  return l;
+}
+void Ir::store(llvm::Value* v, llvm::Value* base, llvm::Value* idx, int scope) {
+  tag(b.CreateStore(v, at(v->getType(), base, idx)), scope);
+}
 llvm::Value* Ir::offset(llvm::Value* base, llvm::Value* bytes) { return b.CreateInBoundsGEP(i8, base, bytes); }
 
 llvm::Value* Ir::bits(llvm::Value* f) { return b.CreateBitCast(f, i32); }
@@ -174,6 +199,62 @@ llvm::Value* Ir::encode_rne(const ElemFormat& elem, llvm::Value* y) {
   mag = umin(mag, c32(max_code));  // saturate (Inf included)
   llvm::Value* code = b.CreateOr(mag, b.CreateShl(b.CreateZExt(negative, i32), uint64_t(nbits - 1)));
   return b.CreateSelect(nan, c32(nan_code), code);
+}
+
+llvm::Value* Ir::e4m3_value(llvm::Value* code) {
+  llvm::Value* sign = b.CreateShl(b.CreateAnd(code, c32(0x80u)), 24);
+  llvm::Value* field = b.CreateAnd(b.CreateLShr(code, 3), c32(15));
+  llvm::Value* mant = b.CreateAnd(code, c32(7));
+  llvm::Value* normal = b.CreateOr(b.CreateShl(b.CreateAdd(field, c32(120)), 23), b.CreateShl(mant, 20));
+  llvm::Value* sub = bits(b.CreateFMul(b.CreateUIToFP(mant, f32), cf(0x1p-9f)));  // m * 2^-9, exact
+  llvm::Value* mag = b.CreateSelect(b.CreateICmpEQ(field, c32(0)), sub, normal);
+  llvm::Value* nan = b.CreateICmpEQ(b.CreateAnd(code, c32(0x7fu)), c32(0x7fu));
+  return b.CreateSelect(nan, cf(std::bit_cast<float>(0x7fc00000u)), fbits(b.CreateOr(mag, sign)));
+}
+
+llvm::Value* Ir::floor_log2_bits(llvm::Value* a) {
+  llvm::Value* normal = b.CreateSub(b.CreateLShr(a, 23), c32(127));
+  llvm::Value* lz = b.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, a, b.getFalse());
+  llvm::Value* sub = b.CreateSub(b.CreateSub(c32(31), lz), c32(149));
+  return b.CreateSelect(b.CreateICmpUGE(a, c32(0x00800000u)), normal, sub);
+}
+
+llvm::Value* Ir::ceil_log2_bits(llvm::Value* a) {
+  llvm::Value* normal_pow2 = b.CreateICmpEQ(b.CreateAnd(a, c32(0x7fffffu)), c32(0));
+  llvm::Value* sub_pow2 = b.CreateICmpEQ(b.CreateAnd(a, b.CreateSub(a, c32(1))), c32(0));
+  llvm::Value* pow2 = b.CreateSelect(b.CreateICmpUGE(a, c32(0x00800000u)), normal_pow2, sub_pow2);
+  llvm::Value* e = floor_log2_bits(a);
+  return b.CreateSelect(pow2, e, b.CreateAdd(e, c32(1)));
+}
+
+llvm::Value* Ir::clamp_biased(llvm::Value* e) {
+  llvm::Value* v = b.CreateAdd(e, c32(127));
+  v = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, c32(0));
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, c32(254));
+}
+
+llvm::Value* Ir::e8m0_rule(int rule, const ElemFormat& elem, llvm::Value* m) {
+  switch (rule) {
+    case 0:  // FLOOR: floor(log2(amax)) - emax
+      return clamp_biased(b.CreateSub(floor_log2_bits(m), c32(uint32_t(elem.emax()))));
+    case 1: {  // RCEIL: ceil(log2(amax * (1/max_normal))), one FP32 multiply; 0 when it underflows
+      llvm::Value* v = bits(b.CreateFMul(fbits(m), cf(1.0f / float(elem.max_normal()))));
+      return b.CreateSelect(b.CreateICmpEQ(v, c32(0)), c32(0), clamp_biased(ceil_log2_bits(v)));
+    }
+    case 2:  // CEIL: ceil(log2(amax)) - floor(log2(max_normal))
+      return clamp_biased(b.CreateSub(ceil_log2_bits(m), c32(uint32_t(elem.max_normal_log2()))));
+    default: {  // EVEN: RNE away the low (23 - mbits) pattern bits, then FLOOR
+      const int sh = 23 - elem.mbits;
+      llvm::Value* low = b.CreateAnd(m, c32((1u << sh) - 1u));
+      const uint32_t half = 1u << (sh - 1);
+      llvm::Value* r = b.CreateLShr(m, uint64_t(sh));
+      llvm::Value* up = b.CreateOr(b.CreateICmpUGT(low, c32(half)),
+                                   b.CreateAnd(b.CreateICmpEQ(low, c32(half)), b.CreateICmpNE(b.CreateAnd(r, c32(1)), c32(0))));
+      r = b.CreateShl(b.CreateAdd(r, b.CreateZExt(up, i32)), uint64_t(sh));
+      return b.CreateSelect(b.CreateICmpEQ(r, c32(0)), c32(0),
+                            clamp_biased(b.CreateSub(floor_log2_bits(r), c32(uint32_t(elem.emax())))));
+    }
+  }
 }
 
 }  // namespace mxjit::cpu::detail

@@ -5,6 +5,7 @@
 /// select-based so that LLVM vectorises them).
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -41,10 +42,13 @@ class Ir {
   llvm::Value* call(const std::string& name, llvm::Type* ret, const std::vector<llvm::Type*>& params,
                     const std::vector<llvm::Value*>& args);
 
-  /// Typed element access: base[idx] with idx an i64.
+  /// Creates `n` disjoint alias scopes (one per buffer: inputs, each output, each scratch buffer)
+  /// so that accesses tagged with different scopes are known not to overlap.
+  void make_scopes(int n);
+  /// Typed element access: base[idx] with idx an i64; `scope` >= 0 tags the access.
   llvm::Value* at(llvm::Type* t, llvm::Value* base, llvm::Value* idx);
-  llvm::Value* load(llvm::Type* t, llvm::Value* base, llvm::Value* idx);
-  void store(llvm::Value* v, llvm::Value* base, llvm::Value* idx);
+  llvm::Value* load(llvm::Type* t, llvm::Value* base, llvm::Value* idx, int scope = -1);
+  void store(llvm::Value* v, llvm::Value* base, llvm::Value* idx, int scope = -1);
   /// base + bytes.
   llvm::Value* offset(llvm::Value* base, llvm::Value* bytes);
 
@@ -71,6 +75,18 @@ class Ir {
   /// RNE encode of FP32 `y` to `elem` (i32 code, low bits()): subnormals kept, finite overflow and
   /// Inf saturate, NaN -> the format's NaN code (0 without one); INT8 two's complement.
   llvm::Value* encode_rne(const ElemFormat& elem, llvm::Value* y);
+  /// E4M3 code (i32, low 8 bits) -> its exact FP32 value (NaN for 0x7F / 0xFF).
+  llvm::Value* e4m3_value(llvm::Value* code);
+  /// The E8M0 byte (i32) of a built-in rule for amax bits `m` (finite, non-zero), by the integer
+  /// algorithms of templates/convert.cuh; clamped to [0, 254].
+  llvm::Value* e8m0_rule(int rule, const ElemFormat& elem, llvm::Value* m);
+
+ private:
+  llvm::Value* floor_log2_bits(llvm::Value* a);
+  llvm::Value* ceil_log2_bits(llvm::Value* a);
+  llvm::Value* clamp_biased(llvm::Value* e);
+  void tag(llvm::Instruction* inst, int scope);
+  std::vector<llvm::MDNode*> scopes_, noalias_;
 };
 
 }  // namespace mxjit::cpu::detail

@@ -1,6 +1,10 @@
 #include "runtime/llvm/jit_engine.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
@@ -28,6 +32,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+/// $MXJIT_DUMP_SOURCE ("1": ./mxjit_dump) as for the GPU path, or empty when unset.
+std::filesystem::path dump_dir() {
+  const char* env = std::getenv("MXJIT_DUMP_SOURCE");
+  if (!env || !*env || std::string_view(env) == "0") return {};
+  return std::string_view(env) == "1" ? std::filesystem::path("mxjit_dump") : std::filesystem::path(env);
+}
+
+void dump(const std::filesystem::path& file, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (out) out << text;
+  if (ec || !out) std::fprintf(stderr, "mxjit: warning: MXJIT_DUMP_SOURCE: could not write %s\n", file.c_str());
+}
+
 std::string to_string(llvm::Error e) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -44,9 +63,10 @@ class Engine {
     return engine;
   }
 
-  std::shared_ptr<const CompiledFunction> compile(const Pipeline& p, const std::vector<int>& unit) {
+  std::shared_ptr<const CompiledFunction> compile(const Pipeline& p, const std::vector<int>& unit, bool memory) {
     const std::string key = fmt::format("{}|{}", p.hash().hex(), fmt::join(unit, ","));
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!memory) return build(p, unit);
     auto it = functions_.find(key);
     ::mxjit::detail::disk_cache().count_memory_lookup(it != functions_.end());
     if (it != functions_.end()) return it->second;
@@ -74,6 +94,7 @@ class Engine {
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) throw Error("no LLVM target for this host: " + to_string(jtmb.takeError()));
     jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    jtmb->setCodeModel(llvm::CodeModel::Small);  // RIP-relative constants; what LLJIT's JITLink expects
     jtmb->getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict;  // never fuse: the reference's bits
     cpu_ = jtmb->getCPU();
     features_ = jtmb->getFeatures().getString();
@@ -101,7 +122,14 @@ class Engine {
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm_.get());
+    // Loop vectorisation on; unrolling, interleaving and SLP off: they more than double the
+    // compile time (codegen of unrolled bodies) and the kernels are no faster with them.
+    llvm::PipelineTuningOptions pto;
+    pto.LoopUnrolling = false;
+    pto.LoopInterleaving = false;
+    pto.SLPVectorization = false;
+    pto.LoopVectorization = true;
+    llvm::PassBuilder pb(tm_.get(), pto);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
@@ -109,6 +137,20 @@ class Engine {
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     mpm.run(m, mam);
+    const std::filesystem::path dir = dump_dir();
+    if (!dir.empty()) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << m;
+      dump(dir / (m.getName().str() + ".opt.ll"), os.str());
+      llvm::SmallVector<char, 0> asm_buf;
+      llvm::raw_svector_ostream aos(asm_buf);
+      llvm::legacy::PassManager apm;
+      if (!tm_->addPassesToEmitFile(apm, aos, nullptr, llvm::CGFT_AssemblyFile)) {
+        apm.run(m);
+        dump(dir / (m.getName().str() + ".s"), std::string(asm_buf.begin(), asm_buf.end()));
+      }
+    }
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
@@ -131,6 +173,7 @@ class Engine {
       os << "; " << f->plan.str() << "\n" << *m;
     }
     f->info.lower_ms = ms_since(t0);
+    if (const std::filesystem::path dir = dump_dir(); !dir.empty()) dump(dir / (f->plan.function_name + ".ll"), f->ir_text);
     cache::KeyParts parts;
     parts.generator_version = kCpuGeneratorVersion;
     parts.source = f->ir_text;
@@ -158,17 +201,24 @@ class Engine {
       e.compile_ms = f->info.compile_ms;
       disk.put(e);
     }
+    if (const std::filesystem::path dir = dump_dir(); !dir.empty()) dump(dir / (f->plan.function_name + ".o"), object);
+    // Each object in a JITDylib of its own (helpers and libc come from the main one), so that one
+    // kernel may be linked twice (a test that bypasses the in-process cache).
+    auto jd = jit_->createJITDylib(fmt::format("mxcpu_jd{}", dylibs_++));
+    if (!jd) throw Error("LLJIT: " + to_string(jd.takeError()));
+    jd->addToLinkOrder(jit_->getMainJITDylib());
     auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, f->plan.function_name);
-    if (auto err = jit_->addObjectFile(jit_->getMainJITDylib(), std::move(buffer))) {
+    if (auto err = jit_->addObjectFile(*jd, std::move(buffer))) {
       if (f->info.from_disk) disk.remove(key);
       throw Error("LLJIT: cannot link " + f->plan.function_name + ": " + to_string(std::move(err)));
     }
-    auto addr = jit_->lookup(f->plan.function_name);
+    auto addr = jit_->lookup(*jd, f->plan.function_name);
     if (!addr) {
       if (f->info.from_disk) disk.remove(key);
       throw Error("LLJIT: " + to_string(addr.takeError()));
     }
     f->fn = addr->toPtr<CompiledFunction::Fn>();
+    f->info.fn_address = addr->getValue();
     f->info.total_ms = ms_since(t0);
     return f;
   }
@@ -178,12 +228,14 @@ class Engine {
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::map<std::string, std::shared_ptr<const CompiledFunction>> functions_;
+  int64_t dylibs_ = 0;
 };
 
 }  // namespace
 
-std::shared_ptr<const CompiledFunction> compile_function(const Pipeline& p, const std::vector<int>& unit_axis) {
-  return Engine::get().compile(p, unit_axis);
+std::shared_ptr<const CompiledFunction> compile_function(const Pipeline& p, const std::vector<int>& unit_axis,
+                                                        bool memory_cache) {
+  return Engine::get().compile(p, unit_axis, memory_cache);
 }
 
 bool engine_available(std::string* reason) {

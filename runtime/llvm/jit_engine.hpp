@@ -23,8 +23,10 @@ struct CompiledFunction {
 };
 
 /// The tile function of `p` for inputs whose stride-1 axes are `unit_axis` (thread-safe).
-/// Throws UsageError (not lowered / backend unavailable) or Error (LLVM failed).
-std::shared_ptr<const CompiledFunction> compile_function(const Pipeline& p, const std::vector<int>& unit_axis);
+/// `memory_cache` false skips the in-process cache (tests of the disk path). Throws UsageError
+/// (not lowered / backend unavailable) or Error (LLVM failed).
+std::shared_ptr<const CompiledFunction> compile_function(const Pipeline& p, const std::vector<int>& unit_axis,
+                                                        bool memory_cache = true);
 
 /// True when the JIT could be created for the host; `reason` says why not.
 bool engine_available(std::string* reason);

@@ -39,6 +39,9 @@ struct TileCtx {
   // Scratch buffers.
   llvm::Value *colmax, *mrow, *frow;
   std::vector<llvm::Value*> blk_mult, blk_flag, root_tile, codes;
+  // Alias scopes (Ir::make_scopes) of every buffer: inputs, outputs, scratch buffers.
+  int sc_in = 0, sc_colmax = 0, sc_mrow = 0, sc_frow = 0;
+  std::vector<int> sc_out, sc_mult, sc_flag, sc_root, sc_codes;
 
   /// Domain index along `axis` of tile-local row r / column c (i64).
   llvm::Value* index(int axis, llvm::Value* r, llvm::Value* c);

@@ -23,7 +23,7 @@ class TileEmitter {
         std::map<const Node*, Value*> memo;
         for (size_t k = 0; k < vs_.roots.size(); ++k) {
           Value* v = lower_value(t_, vs_.roots[k], r, c, memo);
-          ir_.store(v, t_.root_tile[k], row_col(r, c));
+          ir_.store(v, t_.root_tile[k], row_col(r, c), t_.sc_root[k]);
         }
       });
     });
@@ -69,7 +69,7 @@ class TileEmitter {
     ir_.if_else(ir_.b.CreateICmpSGE(t_.group, ir_.c64(0)), body, [&] {
       for (int q : qs)
         ir_.loop(ir_.c64(0), t_.nr, [&](Value* r) {
-          ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) { ir_.store(ir_.b.getInt8(0), t_.codes[size_t(q)], row_col(r, c)); });
+          ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) { ir_.store(ir_.b.getInt8(0), t_.codes[size_t(q)], row_col(r, c), t_.sc_codes[size_t(q)]); });
         });
     });
   }
@@ -79,7 +79,7 @@ class TileEmitter {
     const int q = vs_.output_index[size_t(o)];
     const bool packed = out.node->elem.packed();
     Value* codes = t_.codes[size_t(q)];
-    auto code_at = [&](Value* r, Value* c) { return ir_.load(ir_.i8, codes, row_col(r, c)); };
+    auto code_at = [&](Value* r, Value* c) { return ir_.load(ir_.i8, codes, row_col(r, c), t_.sc_codes[size_t(q)]); };
     auto pack = [&](Value* lo, Value* hi) { return ir_.b.CreateOr(ir_.b.CreateAnd(lo, ir_.b.getInt8(15)), ir_.b.CreateShl(hi, 4)); };
     store_output(o, packed,
                  [&](Value* r, Value* c) { return code_at(r, c); },
@@ -134,17 +134,17 @@ class TileEmitter {
           block(i, rb, cb, ir_.b.CreateLoad(ir_.i32, acc));
         });
       } else {
-        ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) { ir_.store(ir_.c32(0), t_.colmax, c); });
+        ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) { ir_.store(ir_.c32(0), t_.colmax, c, t_.sc_colmax); });
         ir_.loop(rlo, rhi, [&](Value* r) {
           ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) {
-            ir_.store(ir_.umax(ir_.load(ir_.i32, t_.colmax, c), absx(r, c)), t_.colmax, c);
+            ir_.store(ir_.umax(ir_.load(ir_.i32, t_.colmax, c, t_.sc_colmax), absx(r, c)), t_.colmax, c, t_.sc_colmax);
           });
         });
         ir_.loop(ir_.c64(0), nbc, [&](Value* cb) {
           Value* clo = ir_.b.CreateMul(cb, ir_.c64(in.bc));
           ir_.b.CreateStore(ir_.c32(0), acc);
           ir_.loop(clo, ir_.smin64(t_.nc, ir_.b.CreateAdd(clo, ir_.c64(in.bc))), [&](Value* c) {
-            ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), ir_.load(ir_.i32, t_.colmax, c)), acc);
+            ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), ir_.load(ir_.i32, t_.colmax, c, t_.sc_colmax)), acc);
           });
           block(i, rb, cb, ir_.b.CreateLoad(ir_.i32, acc));
         });
@@ -167,11 +167,8 @@ class TileEmitter {
         if (sn.rule == ScaleRule::custom) {
           rule = ir_.call("mxcpu_custom_byte", ir_.i32, {ir_.f32}, {lower_scale_expression(t_, sn.args.at(1), ir_.fbits(m))});
         } else {
-          const uint32_t code = sn.rule == ScaleRule::floor ? 0 : sn.rule == ScaleRule::rceil ? 1 : sn.rule == ScaleRule::ceil ? 2 : 3;
-          const float rcp = 1.0f / float(f.max_normal());
-          rule = ir_.call("mxcpu_e8m0_rule", ir_.i32, {ir_.i32, ir_.i32, ir_.i32, ir_.i32, ir_.i32, ir_.f32},
-                          {m, ir_.c32(code), ir_.c32(uint32_t(f.emax())), ir_.c32(uint32_t(f.mbits)),
-                           ir_.c32(uint32_t(f.max_normal_log2())), ir_.cf(rcp)});
+          const int code = sn.rule == ScaleRule::floor ? 0 : sn.rule == ScaleRule::rceil ? 1 : sn.rule == ScaleRule::ceil ? 2 : 3;
+          rule = ir_.e8m0_rule(code, f, m);
         }
         Value* zero = b.CreateICmpEQ(m, ir_.c32(0));
         Value* inf_byte = ir_.c32(sn.policy == NanPolicy::nan_block ? 255u : 254u);
@@ -192,23 +189,39 @@ class TileEmitter {
         break;
       }
       case ScaleFormat::e4m3: {
-        Value* ms = ir_.slot(ir_.f32, "nvfp4_mult");
-        Value* w = ir_.call("mxcpu_nvfp4", ir_.i32, {ir_.f32, ir_.f32, ir_.i32, ir_.ptr},
-                            {ir_.fbits(m), t_.tamax[size_t(in.tamax_slot)],
-                             ir_.c32(sn.convention == Nvfp4Convention::te ? 0 : 1), ms});
-        byte = b.CreateAnd(w, ir_.c32(255));
-        flag = b.CreateAnd(b.CreateLShr(w, 8), ir_.c32(1));
-        mult = b.CreateLoad(ir_.f32, ms);
+        // NVFP4 (DESIGN §4), the reference's FP32 operations in the same order; everything that
+        // depends on the tensor amax t only is loop-invariant (hoisted by LICM).
+        Value* a = ir_.fbits(m);
+        Value* t = t_.tamax[size_t(in.tamax_slot)];
+        if (sn.convention == Nvfp4Convention::te) {
+          Value* s_enc = b.CreateFDiv(ir_.cf(2688.0f), t);
+          s_enc = b.CreateSelect(b.CreateICmpEQ(ir_.abs_bits(s_enc), ir_.c32(0x7f800000u)), ir_.cf(3.40282347e38f), s_enc);
+          s_enc = b.CreateSelect(b.CreateFCmpOEQ(t, ir_.cf(0.0f)), ir_.cf(1.0f), s_enc);
+          Value* div6 = b.CreateFMul(s_enc, ir_.cf(1.0f / 6.0f));
+          byte = ir_.encode_rne(e4m3, b.CreateFMul(a, div6));
+          Value* den = b.CreateFMul(ir_.e4m3_value(byte), b.CreateFDiv(ir_.cf(1.0f), s_enc));
+          mult = b.CreateSelect(b.CreateFCmpOEQ(den, ir_.cf(0.0f)), ir_.cf(0.0f), b.CreateFDiv(ir_.cf(1.0f), den));
+          flag = ir_.c32(0);
+        } else {
+          Value* per_tensor = b.CreateFDiv(t, ir_.cf(2688.0f));
+          Value* zero = b.CreateFCmpOEQ(per_tensor, ir_.cf(0.0f));
+          Value* ratio = b.CreateFDiv(b.CreateFDiv(a, ir_.cf(6.0f)), per_tensor);
+          Value* scale = ir_.encode_rne(e4m3, ir_.fmin_nan(ir_.fmax_nan(ratio, ir_.cf(0x1p-6f)), ir_.cf(448.0f)));
+          byte = b.CreateSelect(zero, ir_.c32(0x08), scale);  // e4m3(2^-6) for the zero tensor
+          mult = b.CreateSelect(zero, ir_.cf(0.0f),
+                                b.CreateFDiv(b.CreateFDiv(ir_.cf(1.0f), per_tensor), ir_.e4m3_value(byte)));
+          flag = b.CreateZExt(zero, ir_.i32);
+        }
         break;
       }
     }
-    ir_.store(mult, t_.blk_mult[size_t(i)], cb);
-    ir_.store(flag, t_.blk_flag[size_t(i)], cb);
+    ir_.store(mult, t_.blk_mult[size_t(i)], cb, t_.sc_mult[size_t(i)]);
+    ir_.store(flag, t_.blk_flag[size_t(i)], cb, t_.sc_flag[size_t(i)]);
     for (size_t o = 0; o < t_.p.outputs().size(); ++o) {
       if (t_.plan.output_instance[o] != i) continue;
       Value* off = scale_offset(int(o), in, rb, cb);
-      if (stored) ir_.store(ir_.canonical(stored), t_.out_ptr[o], off);
-      else ir_.store(b.CreateTrunc(byte, ir_.i8), t_.out_ptr[o], off);
+      if (stored) ir_.store(ir_.canonical(stored), t_.out_ptr[o], off, t_.sc_out[o]);
+      else ir_.store(b.CreateTrunc(byte, ir_.i8), t_.out_ptr[o], off, t_.sc_out[o]);
     }
   }
 
@@ -248,36 +261,60 @@ class TileEmitter {
     return b.CreateAdd(b.CreateMul(bi, b.CreateMul(rp, cp)), b.CreateAdd(b.CreateMul(atom, ir_.c64(ar * ac)), in_atom));
   }
 
-  /// Codes of quantize q for rows [rlo, rhi) with the block row's multipliers.
+  /// Codes of quantize q for rows [rlo, rhi) with the block row's multipliers and flags: read per
+  /// block as scalars (bc >= 8: whole vectors per block), per column (bc == 1) or from a row
+  /// expanded per column (other bc).
   void encode_rows(int i, int q, Value* rlo, Value* rhi) {
     const ScaleInstance& in = t_.plan.instances[size_t(i)];
     const Node& qn = *vs_.quantizes[size_t(q)];
     const int root = vs_.scale_root[size_t(in.scale)];
     auto& b = ir_.b;
-    ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) {
-      Value* blk = b.CreateSDiv(c, ir_.c64(in.bc));
-      ir_.store(ir_.load(ir_.f32, t_.blk_mult[size_t(i)], blk), t_.mrow, c);
-      ir_.store(ir_.load(ir_.i32, t_.blk_flag[size_t(i)], blk), t_.frow, c);
-    });
     const uint32_t nan_code = qn.elem.has_nan() ? (1u << (qn.elem.bits() - 1)) - 1u : 0u;
+    auto encode = [&](Value* r, Value* c, Value* mult, Value* flag) {
+      Value* x = t_.tile_at(root, r, c);
+      if (qn.flush_subnormals) x = ir_.flush(x);
+      Value* y = b.CreateFMul(x, mult);
+      Value* code;
+      if (qn.round == Round::stochastic) {
+        Value* lin = ir_.c64(0);
+        for (int a = 0; a < t_.plan.rank; ++a) lin = b.CreateAdd(lin, b.CreateMul(t_.index(a, r, c), t_.dom_stride[size_t(a)]));
+        code = ir_.call("mxcpu_encode_sr", ir_.i32, {ir_.f32, ir_.i32, ir_.i64, ir_.i64, ir_.i64},
+                        {y, ir_.c32(format_word(qn.elem)), ir_.c64(int64_t(qn.seed)), ir_.c64(int64_t(qn.offset)), lin});
+      } else {
+        code = ir_.encode_rne(qn.elem, y);
+      }
+      code = b.CreateSelect(b.CreateICmpEQ(flag, ir_.c32(0)), code,
+                            b.CreateSelect(b.CreateICmpEQ(flag, ir_.c32(1)), ir_.c32(0), ir_.c32(nan_code)));
+      ir_.store(b.CreateTrunc(code, ir_.i8), t_.codes[size_t(q)], row_col(r, c), t_.sc_codes[size_t(q)]);
+    };
+    Value* mult_buf = t_.blk_mult[size_t(i)];
+    Value* flag_buf = t_.blk_flag[size_t(i)];
+    const int sm = t_.sc_mult[size_t(i)], sf = t_.sc_flag[size_t(i)];
+    if (in.bc >= 8) {
+      Value* nbc = ceil_div(t_.nc, in.bc);
+      ir_.loop(rlo, rhi, [&](Value* r) {
+        ir_.loop(ir_.c64(0), nbc, [&](Value* cb) {
+          Value* mult = ir_.load(ir_.f32, mult_buf, cb, sm);
+          Value* flag = ir_.load(ir_.i32, flag_buf, cb, sf);
+          Value* clo = b.CreateMul(cb, ir_.c64(in.bc));
+          ir_.loop(clo, ir_.smin64(t_.nc, b.CreateAdd(clo, ir_.c64(in.bc))), [&](Value* c) { encode(r, c, mult, flag); });
+        });
+      });
+      return;
+    }
+    if (in.bc > 1) {
+      ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) {
+        Value* blk = b.CreateSDiv(c, ir_.c64(in.bc));
+        ir_.store(ir_.load(ir_.f32, mult_buf, blk, sm), t_.mrow, c, t_.sc_mrow);
+        ir_.store(ir_.load(ir_.i32, flag_buf, blk, sf), t_.frow, c, t_.sc_frow);
+      });
+      mult_buf = t_.mrow;
+      flag_buf = t_.frow;
+    }
+    const int sm2 = in.bc > 1 ? t_.sc_mrow : sm, sf2 = in.bc > 1 ? t_.sc_frow : sf;
     ir_.loop(rlo, rhi, [&](Value* r) {
       ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) {
-        Value* x = t_.tile_at(root, r, c);
-        if (qn.flush_subnormals) x = ir_.flush(x);
-        Value* y = b.CreateFMul(x, ir_.load(ir_.f32, t_.mrow, c));
-        Value* code;
-        if (qn.round == Round::stochastic) {
-          Value* lin = ir_.c64(0);
-          for (int a = 0; a < t_.plan.rank; ++a) lin = b.CreateAdd(lin, b.CreateMul(t_.index(a, r, c), t_.dom_stride[size_t(a)]));
-          code = ir_.call("mxcpu_encode_sr", ir_.i32, {ir_.f32, ir_.i32, ir_.i64, ir_.i64, ir_.i64},
-                          {y, ir_.c32(format_word(qn.elem)), ir_.c64(int64_t(qn.seed)), ir_.c64(int64_t(qn.offset)), lin});
-        } else {
-          code = ir_.encode_rne(qn.elem, y);
-        }
-        Value* flag = ir_.load(ir_.i32, t_.frow, c);
-        code = b.CreateSelect(b.CreateICmpEQ(flag, ir_.c32(0)), code,
-                              b.CreateSelect(b.CreateICmpEQ(flag, ir_.c32(1)), ir_.c32(0), ir_.c32(nan_code)));
-        ir_.store(b.CreateTrunc(code, ir_.i8), t_.codes[size_t(q)], row_col(r, c));
+        encode(r, c, ir_.load(ir_.f32, mult_buf, c, sm2), ir_.load(ir_.i32, flag_buf, c, sf2));
       });
     });
   }
@@ -290,6 +327,7 @@ class TileEmitter {
     const int inner = out.layout.order(t_.plan.rank).back();
     const auto& st = t_.out_stride[size_t(o)];
     Value* base_ptr = t_.out_ptr[size_t(o)];
+    const int sc = t_.sc_out[size_t(o)];
     auto& b = ir_.b;
     Value* zero = ir_.c64(0);
     if (inner == t_.plan.ax_c) {
@@ -297,11 +335,11 @@ class TileEmitter {
         Value* base = t_.linear(st, r, zero, inner);
         if (!packed) {
           base = b.CreateAdd(base, t_.c0);
-          ir_.loop(zero, t_.nc, [&](Value* c) { ir_.store(value(r, c), base_ptr, b.CreateAdd(base, c)); });
+          ir_.loop(zero, t_.nc, [&](Value* c) { ir_.store(value(r, c), base_ptr, b.CreateAdd(base, c), sc); });
         } else {
           base = b.CreateAdd(base, b.CreateLShr(t_.c0, 1));
           ir_.loop(zero, b.CreateLShr(t_.nc, 1), [&](Value* c2) {
-            ir_.store(pair(r, b.CreateShl(c2, 1), true), base_ptr, b.CreateAdd(base, c2));
+            ir_.store(pair(r, b.CreateShl(c2, 1), true), base_ptr, b.CreateAdd(base, c2), sc);
           });
         }
       });
@@ -310,18 +348,18 @@ class TileEmitter {
         Value* base = t_.linear(st, zero, c, inner);
         if (!packed) {
           base = b.CreateAdd(base, t_.r0);
-          ir_.loop(zero, t_.nr, [&](Value* r) { ir_.store(value(r, c), base_ptr, b.CreateAdd(base, r)); });
+          ir_.loop(zero, t_.nr, [&](Value* r) { ir_.store(value(r, c), base_ptr, b.CreateAdd(base, r), sc); });
         } else {
           base = b.CreateAdd(base, b.CreateLShr(t_.r0, 1));
           ir_.loop(zero, b.CreateLShr(t_.nr, 1), [&](Value* r2) {
-            ir_.store(pair(b.CreateShl(r2, 1), c, false), base_ptr, b.CreateAdd(base, r2));
+            ir_.store(pair(b.CreateShl(r2, 1), c, false), base_ptr, b.CreateAdd(base, r2), sc);
           });
         }
       });
     } else {
       if (packed) throw UsageError(fmt::format("CPU backend: output '{}' packs FP4 along a batch axis", out.name));
       ir_.loop(zero, t_.nr, [&](Value* r) {
-        ir_.loop(zero, t_.nc, [&](Value* c) { ir_.store(value(r, c), base_ptr, t_.linear(st, r, c)); });
+        ir_.loop(zero, t_.nc, [&](Value* c) { ir_.store(value(r, c), base_ptr, t_.linear(st, r, c), sc); });
       });
     }
   }
@@ -403,6 +441,20 @@ std::unique_ptr<llvm::Module> lower_pipeline(const Pipeline& p, const CpuPlan& p
   for (size_t q = 0; q < plan.values.quantizes.size(); ++q)
     t.codes.push_back(ir.offset(codes0, ir.b.CreateMul(row_bytes, ir.c64(int64_t(q)))));
 
+  // Alias scopes: inputs, each output, each scratch buffer.
+  int scopes = 0;
+  t.sc_in = scopes++;
+  for (int o = 0; o < plan.no; ++o) t.sc_out.push_back(scopes++);
+  t.sc_colmax = scopes++;
+  t.sc_mrow = scopes++;
+  t.sc_frow = scopes++;
+  for (size_t i = 0; i < plan.instances.size(); ++i) {
+    t.sc_mult.push_back(scopes++);
+    t.sc_flag.push_back(scopes++);
+  }
+  for (size_t k = 0; k < plan.values.roots.size(); ++k) t.sc_root.push_back(scopes++);
+  for (size_t q = 0; q < plan.values.quantizes.size(); ++q) t.sc_codes.push_back(scopes++);
+  ir.make_scopes(scopes);
   TileEmitter e(t);
   e.phase_values();
   if (plan.prepass) {

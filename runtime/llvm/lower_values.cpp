@@ -26,17 +26,17 @@ llvm::Value* TileCtx::linear(const std::vector<llvm::Value*>& strides, llvm::Val
 
 llvm::Value* TileCtx::tile_at(int k, llvm::Value* r, llvm::Value* c) {
   llvm::Value* i = ir.b.CreateAdd(ir.b.CreateMul(r, ir.c64(plan.tile_c)), c);
-  return ir.load(ir.f32, root_tile[size_t(k)], i);
+  return ir.load(ir.f32, root_tile[size_t(k)], i, sc_root[size_t(k)]);
 }
 
 namespace {
 
 /// Loads a bf16 / f16 / f32 element as FP32 (exactly).
-llvm::Value* load_f32(Ir& ir, DType dt, llvm::Value* base, llvm::Value* off) {
+llvm::Value* load_f32(Ir& ir, DType dt, llvm::Value* base, llvm::Value* off, int scope) {
   switch (dt) {
-    case DType::bf16: return ir.bf16_to_f32(ir.load(ir.i16, base, off));
-    case DType::f16: return ir.f16_to_f32(ir.load(ir.i16, base, off));
-    case DType::f32: return ir.load(ir.f32, base, off);
+    case DType::bf16: return ir.bf16_to_f32(ir.load(ir.i16, base, off, scope));
+    case DType::f16: return ir.f16_to_f32(ir.load(ir.i16, base, off, scope));
+    case DType::f32: return ir.load(ir.f32, base, off, scope);
     default: break;
   }
   throw UsageError(fmt::format("CPU backend: inputs of dtype {} are not values", dtype_name(dt)));
@@ -49,7 +49,7 @@ llvm::Value* lower_dequant(TileCtx& t, const Node& n, llvm::Value* r, llvm::Valu
   const bool packed = n.elem.packed();
   // The code byte (FP4: the nibble of this element along the block axis).
   llvm::Value* coff = t.linear(t.in_stride[size_t(kc)], r, c, -2, packed ? axis : -1);
-  llvm::Value* code = ir.b.CreateZExt(ir.load(ir.i8, t.in_ptr[size_t(kc)], coff), ir.i32);
+  llvm::Value* code = ir.b.CreateZExt(ir.load(ir.i8, t.in_ptr[size_t(kc)], coff, t.sc_in), ir.i32);
   if (packed) {
     llvm::Value* odd = ir.b.CreateTrunc(ir.b.CreateAnd(t.index(axis, r, c), ir.c64(1)), ir.i32);
     code = ir.b.CreateAnd(ir.b.CreateLShr(code, ir.b.CreateShl(odd, 2)), ir.c32(15));
@@ -65,10 +65,10 @@ llvm::Value* lower_dequant(TileCtx& t, const Node& n, llvm::Value* r, llvm::Valu
   llvm::Value* sbits;
   uint32_t sf = 0;
   if (n.scale_format == ScaleFormat::f32) {
-    sbits = ir.bits(ir.load(ir.f32, t.in_ptr[size_t(ks)], soff));
+    sbits = ir.bits(ir.load(ir.f32, t.in_ptr[size_t(ks)], soff, t.sc_in));
     sf = 2;
   } else {
-    sbits = ir.b.CreateZExt(ir.load(ir.i8, t.in_ptr[size_t(ks)], soff), ir.i32);
+    sbits = ir.b.CreateZExt(ir.load(ir.i8, t.in_ptr[size_t(ks)], soff, t.sc_in), ir.i32);
     sf = n.scale_format == ScaleFormat::e8m0 ? 0 : 1;
   }
   return ir.call("mxcpu_dequant", ir.f32, {ir.i32, ir.i32, ir.i32, ir.i32},
@@ -90,14 +90,14 @@ llvm::Value* lower_value(TileCtx& t, const NodePtr& np, llvm::Value* r, llvm::Va
   switch (n.op) {
     case Op::input: {
       const int k = t.p.input_index(n.name);
-      v = load_f32(ir, n.dtype, t.in_ptr[size_t(k)], t.linear(t.in_stride[size_t(k)], r, c));
+      v = load_f32(ir, n.dtype, t.in_ptr[size_t(k)], t.linear(t.in_stride[size_t(k)], r, c), t.sc_in);
       break;
     }
     case Op::vec_input: {
       const int k = t.p.input_index(n.name);
       llvm::Value* i = t.index(n.axis, r, c);
       llvm::Value* s = t.in_stride[size_t(k)][0];
-      v = load_f32(ir, n.dtype, t.in_ptr[size_t(k)], s ? ir.b.CreateMul(i, s) : i);
+      v = load_f32(ir, n.dtype, t.in_ptr[size_t(k)], s ? ir.b.CreateMul(i, s) : i, t.sc_in);
       break;
     }
     case Op::constant: v = ir.cf(float(n.value)); break;
