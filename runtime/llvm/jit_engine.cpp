@@ -177,7 +177,7 @@ class Engine {
     cache::KeyParts parts;
     parts.generator_version = kCpuGeneratorVersion;
     parts.source = f->ir_text;
-    parts.options = "O3 fp-contract=off " + features_;
+    parts.options = "O3 no-unroll no-interleave no-slp fp-contract=off code-model=small " + features_;
     parts.arch = target_;
     parts.toolchain_version = std::string("llvm-") + MXJIT_LLVM_VERSION;
     const Hash128 key = cache::content_key(parts);

@@ -25,6 +25,7 @@ std::unique_ptr<llvm::Module> lower_pipeline(const Pipeline& p, const CpuPlan& p
 
 /// The state shared by the lowering passes while the tile function is being emitted.
 struct TileCtx {
+  TileCtx(const Pipeline& pipeline, const CpuPlan& cpu_plan, Ir& builder) : p(pipeline), plan(cpu_plan), ir(builder) {}
   const Pipeline& p;
   const CpuPlan& plan;
   Ir& ir;
@@ -34,10 +35,10 @@ struct TileCtx {
   llvm::Value* slots = nullptr;            ///< u32* atomic-max slots
   std::vector<llvm::Value*> tamax;         ///< per slot: f32 from the pre-pass
   // Tile descriptor.
-  llvm::Value *mode, *r0, *nr, *c0, *nc, *group;
+  llvm::Value *mode = nullptr, *r0 = nullptr, *nr = nullptr, *c0 = nullptr, *nc = nullptr, *group = nullptr;
   std::vector<llvm::Value*> batch;         ///< per axis (tile axes: unused)
   // Scratch buffers.
-  llvm::Value *colmax, *mrow, *frow;
+  llvm::Value *colmax = nullptr, *mrow = nullptr, *frow = nullptr;
   std::vector<llvm::Value*> blk_mult, blk_flag, root_tile, codes;
   // Alias scopes (Ir::make_scopes) of every buffer: inputs, outputs, scratch buffers.
   int sc_in = 0, sc_colmax = 0, sc_mrow = 0, sc_frow = 0;
@@ -55,6 +56,24 @@ struct TileCtx {
 /// Evaluates value node `n` at tile-local (r, c), memoised in `memo` (one loop body).
 llvm::Value* lower_value(TileCtx& t, const NodePtr& n, llvm::Value* r, llvm::Value* c,
                          std::map<const Node*, llvm::Value*>& memo);
+
+/// One block's scale: the E8M0 / E4M3 byte (i32; null for FP32 scales), the flag of its codes
+/// (0 scaled, 1 all +0, 2 all NaN), the FP32 multiplier of its elements and the stored FP32 scale
+/// (FP32 scales only, else null).
+struct BlockScale {
+  llvm::Value *byte, *flag, *mult, *stored;
+};
+
+/// The scale of one block of instance `in` from its amax bits `m` (i32: |x| patterns, NaN above
+/// 0x7f800000), by the reference's rules (DESIGN §4).
+BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, llvm::Value* m);
+
+/// Index of block (rb, cb) of the current tile in the scale tensor along `axis`.
+llvm::Value* lower_scale_index(TileCtx& t, int axis, const ScaleInstance& in, llvm::Value* rb, llvm::Value* cb);
+
+/// Element offset of block (rb, cb) of the current tile in scales output `o` (linear / permuted
+/// strides, or the blocked 128x4 / 8x4 atom formula of dsl/layout.hpp with batches).
+llvm::Value* lower_scale_offset(TileCtx& t, int o, const ScaleInstance& in, llvm::Value* rb, llvm::Value* cb);
 
 /// Evaluates a custom scale expression for a block amax `amax` (f32).
 llvm::Value* lower_scale_expression(TileCtx& t, const NodePtr& n, llvm::Value* amax);

@@ -15,7 +15,7 @@ using llvm::Value;
 
 class TileEmitter {
  public:
-  TileEmitter(TileCtx& t) : t_(t), ir_(t.ir), vs_(t.plan.values) {}
+  explicit TileEmitter(TileCtx& t) : t_(t), ir_(t.ir), vs_(t.plan.values) {}
 
   void phase_values() {
     ir_.loop(ir_.c64(0), t_.nr, [&](Value* r) {
@@ -157,108 +157,15 @@ class TileEmitter {
   /// scales output of this instance.
   void block(int i, Value* rb, Value* cb, Value* m) {
     const ScaleInstance& in = t_.plan.instances[size_t(i)];
-    const Node& sn = *vs_.scales[size_t(in.scale)];
-    const ElemFormat& f = sn.elem;
-    Value *byte = nullptr, *flag = nullptr, *mult = nullptr, *stored = nullptr;
-    auto& b = ir_.b;
-    switch (sn.scale_format) {
-      case ScaleFormat::e8m0: {
-        Value* rule;
-        if (sn.rule == ScaleRule::custom) {
-          rule = ir_.call("mxcpu_custom_byte", ir_.i32, {ir_.f32}, {lower_scale_expression(t_, sn.args.at(1), ir_.fbits(m))});
-        } else {
-          const int code = sn.rule == ScaleRule::floor ? 0 : sn.rule == ScaleRule::rceil ? 1 : sn.rule == ScaleRule::ceil ? 2 : 3;
-          rule = ir_.e8m0_rule(code, f, m);
-        }
-        Value* zero = b.CreateICmpEQ(m, ir_.c32(0));
-        Value* inf_byte = ir_.c32(sn.policy == NanPolicy::nan_block ? 255u : 254u);
-        byte = b.CreateSelect(b.CreateICmpUGT(m, ir_.c32(0x7f800000u)), ir_.c32(255),
-               b.CreateSelect(b.CreateICmpEQ(m, ir_.c32(0x7f800000u)), inf_byte,
-               b.CreateSelect(zero, ir_.c32(0), rule)));
-        flag = b.CreateSelect(b.CreateICmpEQ(byte, ir_.c32(255)), ir_.c32(2), b.CreateSelect(zero, ir_.c32(1), ir_.c32(0)));
-        // 2^(127 - byte): byte 254 is the subnormal 2^-127.
-        Value* rcp = b.CreateSelect(b.CreateICmpEQ(byte, ir_.c32(254)), ir_.c32(0x00400000u),
-                                    b.CreateShl(b.CreateSub(ir_.c32(254), byte), 23));
-        mult = b.CreateSelect(b.CreateICmpEQ(flag, ir_.c32(0)), ir_.fbits(rcp), ir_.cf(0.0f));
-        break;
-      }
-      case ScaleFormat::f32: {
-        mult = b.CreateFDiv(ir_.cf(float(f.max_normal())), ir_.fmax_nan(ir_.fbits(m), ir_.cf(1e-12f)));
-        stored = b.CreateFDiv(ir_.cf(1.0f), mult);
-        flag = ir_.c32(0);
-        break;
-      }
-      case ScaleFormat::e4m3: {
-        // NVFP4 (DESIGN §4), the reference's FP32 operations in the same order; everything that
-        // depends on the tensor amax t only is loop-invariant (hoisted by LICM).
-        Value* a = ir_.fbits(m);
-        Value* t = t_.tamax[size_t(in.tamax_slot)];
-        if (sn.convention == Nvfp4Convention::te) {
-          Value* s_enc = b.CreateFDiv(ir_.cf(2688.0f), t);
-          s_enc = b.CreateSelect(b.CreateICmpEQ(ir_.abs_bits(s_enc), ir_.c32(0x7f800000u)), ir_.cf(3.40282347e38f), s_enc);
-          s_enc = b.CreateSelect(b.CreateFCmpOEQ(t, ir_.cf(0.0f)), ir_.cf(1.0f), s_enc);
-          Value* div6 = b.CreateFMul(s_enc, ir_.cf(1.0f / 6.0f));
-          byte = ir_.encode_rne(e4m3, b.CreateFMul(a, div6));
-          Value* den = b.CreateFMul(ir_.e4m3_value(byte), b.CreateFDiv(ir_.cf(1.0f), s_enc));
-          mult = b.CreateSelect(b.CreateFCmpOEQ(den, ir_.cf(0.0f)), ir_.cf(0.0f), b.CreateFDiv(ir_.cf(1.0f), den));
-          flag = ir_.c32(0);
-        } else {
-          Value* per_tensor = b.CreateFDiv(t, ir_.cf(2688.0f));
-          Value* zero = b.CreateFCmpOEQ(per_tensor, ir_.cf(0.0f));
-          Value* ratio = b.CreateFDiv(b.CreateFDiv(a, ir_.cf(6.0f)), per_tensor);
-          Value* scale = ir_.encode_rne(e4m3, ir_.fmin_nan(ir_.fmax_nan(ratio, ir_.cf(0x1p-6f)), ir_.cf(448.0f)));
-          byte = b.CreateSelect(zero, ir_.c32(0x08), scale);  // e4m3(2^-6) for the zero tensor
-          mult = b.CreateSelect(zero, ir_.cf(0.0f),
-                                b.CreateFDiv(b.CreateFDiv(ir_.cf(1.0f), per_tensor), ir_.e4m3_value(byte)));
-          flag = b.CreateZExt(zero, ir_.i32);
-        }
-        break;
-      }
-    }
-    ir_.store(mult, t_.blk_mult[size_t(i)], cb, t_.sc_mult[size_t(i)]);
-    ir_.store(flag, t_.blk_flag[size_t(i)], cb, t_.sc_flag[size_t(i)]);
+    const BlockScale s = lower_block_scale(t_, in, m);
+    ir_.store(s.mult, t_.blk_mult[size_t(i)], cb, t_.sc_mult[size_t(i)]);
+    ir_.store(s.flag, t_.blk_flag[size_t(i)], cb, t_.sc_flag[size_t(i)]);
     for (size_t o = 0; o < t_.p.outputs().size(); ++o) {
       if (t_.plan.output_instance[o] != i) continue;
-      Value* off = scale_offset(int(o), in, rb, cb);
-      if (stored) ir_.store(ir_.canonical(stored), t_.out_ptr[o], off, t_.sc_out[o]);
-      else ir_.store(b.CreateTrunc(byte, ir_.i8), t_.out_ptr[o], off, t_.sc_out[o]);
+      Value* off = lower_scale_offset(t_, int(o), in, rb, cb);
+      if (s.stored) ir_.store(ir_.canonical(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
+      else ir_.store(ir_.b.CreateTrunc(s.byte, ir_.i8), t_.out_ptr[o], off, t_.sc_out[o]);
     }
-  }
-
-  /// Index of block (rb, cb) of this tile in the scale tensor along `axis`.
-  Value* scale_index(int axis, const ScaleInstance& in, Value* rb, Value* cb) {
-    auto& b = ir_.b;
-    if (axis == t_.plan.ax_r) return in.jagged ? t_.group : b.CreateAdd(b.CreateSDiv(t_.r0, ir_.c64(in.br)), rb);
-    if (axis == t_.plan.ax_c) return b.CreateAdd(b.CreateSDiv(t_.c0, ir_.c64(in.bc)), cb);
-    return t_.batch[size_t(axis)];
-  }
-
-  Value* scale_offset(int o, const ScaleInstance& in, Value* rb, Value* cb) {
-    const Output& out = t_.p.outputs()[size_t(o)];
-    auto& b = ir_.b;
-    const int rank = t_.plan.rank;
-    if (!out.layout.is_blocked()) {
-      Value* off = ir_.c64(0);
-      for (int a = 0; a < rank; ++a) off = b.CreateAdd(off, b.CreateMul(scale_index(a, in, rb, cb), t_.out_stride[size_t(o)][size_t(a)]));
-      return off;
-    }
-    auto [row, col] = blocked_axes(block_of(out.node), rank);
-    if (row < 0) throw UsageError(fmt::format("CPU backend: blocked scales '{}' need a rows axis", out.name));
-    const int64_t ar = out.layout.atom_rows(), ac = out.layout.atom_cols(), lines = ar >= 32 ? 32 : ar;
-    const auto& shape = t_.out_shape[size_t(o)];
-    Value* bi = ir_.c64(0);
-    for (int a = 0; a < rank; ++a)
-      if (a != row && a != col) bi = b.CreateAdd(b.CreateMul(bi, shape[size_t(a)]), scale_index(a, in, rb, cb));
-    auto round_up = [&](Value* v, int64_t m) { return b.CreateMul(ceil_div(v, m), ir_.c64(m)); };
-    Value* rp = round_up(shape[size_t(row)], ar);
-    Value* cp = round_up(shape[size_t(col)], ac);
-    Value* R = scale_index(row, in, rb, cb);
-    Value* C = scale_index(col, in, rb, cb);
-    Value* atom = b.CreateAdd(b.CreateMul(b.CreateSDiv(R, ir_.c64(ar)), b.CreateSDiv(cp, ir_.c64(ac))), b.CreateSDiv(C, ir_.c64(ac)));
-    Value* in_atom = b.CreateAdd(b.CreateMul(b.CreateSRem(R, ir_.c64(lines)), ir_.c64(ac * (ar / lines))),
-                     b.CreateAdd(b.CreateMul(b.CreateSDiv(b.CreateSRem(R, ir_.c64(ar)), ir_.c64(lines)), ir_.c64(ac)),
-                                 b.CreateSRem(C, ir_.c64(ac))));
-    return b.CreateAdd(b.CreateMul(bi, b.CreateMul(rp, cp)), b.CreateAdd(b.CreateMul(atom, ir_.c64(ar * ac)), in_atom));
   }
 
   /// Codes of quantize q for rows [rlo, rhi) with the block row's multipliers and flags: read per
@@ -381,7 +288,7 @@ std::unique_ptr<llvm::Module> lower_pipeline(const Pipeline& p, const CpuPlan& p
   f->addParamAttr(1, llvm::Attribute::ReadOnly);
   f->setDoesNotThrow();
   Ir ir(f);
-  TileCtx t{p, plan, ir};
+  TileCtx t(p, plan, ir);
   llvm::Value* P = f->getArg(0);
   llvm::Value* T = f->getArg(1);
   llvm::Value* S = f->getArg(2);
