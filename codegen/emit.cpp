@@ -16,6 +16,7 @@ void emit_prologue(Ctx& x) {
   const Plan& pl = x.plan;
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads,
                        pl.min_blocks, pl.kernel_name);
+  x.out += tamax_decl(x);
   x.out += "  extern __shared__ float4 mx_smem4[];\n  float* const mx_smem = reinterpret_cast<float*>(mx_smem4);\n";
   int64_t off = 0;
   const int64_t tile_floats = int64_t(pl.tile_r) * pl.row_stride;
@@ -220,7 +221,9 @@ void emit_elems(Ctx& x, int o) {
       x.out += fmt::format("      if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
     x.out += fmt::format("      const int lb{0} = (er{0} / {1}) * {2} + (ec{0} / {3});\n", h, br, pl.tile_c / bc, bc);
     x.out += fmt::format("      const mx_u32 flag{0} = s{1}_info[lb{0}] >> 8;\n", h, si);
-    x.out += fmt::format("      const float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
+    x.out += fmt::format("      float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
+    if (x.v.scales[size_t(si)]->scale_format == ScaleFormat::e4m3 && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
+      x.out += fmt::format("      y{0} = mx_fmin_nan(mx_fmax_nan(y{0}, -6.0f), 6.0f);\n", h);
     if (q->round == Round::stochastic) {
       // Philox counter: the element's row-major linear index in the domain, then the offset.
       std::string lin = "0";
@@ -357,7 +360,7 @@ void emit_amax(Ctx& x, int o) {
 
 int param_words(const Pipeline& p) {
   const int ni = int(p.inputs().size()), no = int(p.outputs().size()), r = p.rank();
-  return ni + no + r + ni * r + 2 * no * r + 2;
+  return ni + no + r + ni * r + 2 * no * r + 3;
 }
 
 GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {

@@ -35,8 +35,8 @@ void emit_banner(Ctx& x) {
   }
   x.out += "// " + x.plan.str() + "\n";
   x.out += "// ====================================================================================\n";
-  x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n", x.target.hw_fp4_fp6() ? 1 : 0,
-                       x.target.hw_fp4_fp6() ? 1 : 0);
+  x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n#define MXJIT_HW_FP8 {}\n",
+                       x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp8() ? 1 : 0);
   for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
     x.out += fmt::format("// ---- templates/{} ----\n", t);
     x.out += template_text(t);
@@ -51,7 +51,7 @@ void emit_params(Ctx& x) {
   x.out += fmt::format("  const void* in[{}];\n  void* out[{}];\n  mx_i64 shape[{}];\n", ni, no, r);
   x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n  mx_i64 out_stride[{}][{}];\n  mx_i64 out_shape[{}][{}];\n", ni,
                        r, no, r, no, r);
-  x.out += "  mx_i64 tiles_r, tiles_c;\n};\n\n";
+  x.out += "  mx_i64 tiles_r, tiles_c;\n  const void* aux;  // NVFP4: the pre-pass tensor amax (FP32), else null\n};\n\n";
 }
 
 // Leaf loads inside the phase-1 loop (element column `c`, row `r`; tensor inputs preloaded).
@@ -116,7 +116,23 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
                        float_literal(f.max_normal()));
       break;
     case ScaleFormat::e4m3:
-      throw UsageError("GPU generator: NVFP4 scales run on the CPU reference only in this version");
+      // NVFP4 (DESIGN §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
+      o += "{\n  const float a = mx_float(m), t = mx_tamax;\n";
+      if (sn->convention == Nvfp4Convention::te) {
+        o += "  float s_enc = t == 0.0f ? 1.0f : 2688.0f / t;\n";
+        o += "  if (mx_bits(s_enc) == 0x7f800000u) s_enc = mx_float(0x7f7fffffu);\n";
+        o += fmt::format("  byte = mx_e4m3_rne(a * (s_enc * {}));\n", float_literal(1.0 / 6.0));
+        o += "  const float den = mx_decode_sw<4, 3, 1, false>(byte) * (1.0f / s_enc);\n";
+        o += "  mult = den == 0.0f ? 0.0f : 1.0f / den;\n";
+      } else {
+        o += "  const float per_tensor = t / 2688.0f;\n";
+        o += "  if (per_tensor == 0.0f) { byte = mx_e4m3_rne(mx_float(0x3c800000u)); flag = 1u; }\n";
+        o += "  else {\n    const float ratio = (a / 6.0f) / per_tensor;\n";
+        o += "    byte = mx_e4m3_rne(mx_fmin_nan(mx_fmax_nan(ratio, mx_float(0x3c800000u)), 448.0f));\n";
+        o += "    mult = (1.0f / per_tensor) / mx_decode_sw<4, 3, 1, false>(byte);\n  }\n";
+      }
+      o += "}\n";
+      break;
   }
   // Indent every line.
   std::string r;
@@ -132,6 +148,17 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
 std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd) {
   const bool sr = q->round == Round::stochastic;
   return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");
+}
+
+}  // namespace mxjit::detail
+
+namespace mxjit::detail {
+
+std::string tamax_decl(const Ctx& x) {
+  for (const NodePtr& sn : x.v.scales)
+    if (sn->scale_format == ScaleFormat::e4m3)
+      return "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n";
+  return "";
 }
 
 }  // namespace mxjit::detail

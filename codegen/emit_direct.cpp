@@ -115,7 +115,9 @@ void emit_elems_store(Ctx& x, int o) {
     x.out += fmt::format("        float x{0} = v{1}[e + {0}];\n", h, root);
     if (q->flush_subnormals)
       x.out += fmt::format("        if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
-    x.out += fmt::format("        const float y{0} = x{0} * mult{1};\n", h, si);
+    x.out += fmt::format("        {2}float y{0} = x{0} * mult{1};\n", h, si, "");
+    if (x.v.scales[size_t(si)]->scale_format == ScaleFormat::e4m3 && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
+      x.out += fmt::format("        y{0} = mx_fmin_nan(mx_fmax_nan(y{0}, -6.0f), 6.0f);\n", h);
     if (q->round == Round::stochastic) {
       std::string lin = "0";
       for (int a = 0; a < pl.rank; ++a)
@@ -176,6 +178,7 @@ void emit_direct_kernel(Ctx& x) {
   const Plan& pl = x.plan;
   const int U = pl.unroll, G = pl.group, B = pl.block_c;
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks, pl.kernel_name);
+  x.out += tamax_decl(x);
   x.out += fmt::format("  const mx_i64 n_c = P.shape[{}];\n  const mx_i64 nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
   x.out += fmt::format("  const mx_i64 slots = nblk * {};  // chunk slots per row: {} lanes per block\n", G, G);
   x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";

@@ -86,12 +86,25 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   plan.rank = p.rank();
   const int rank = p.rank();
   ValueSet values = collect_values(p);
-  for (const NodePtr& q : values.quantizes) {
-    const BlockSpec& b = block_of(q);
-    if (b.jagged())
+  for (const Output& o : p.outputs())
+    if (o.layout.is_grouped())
+      throw UsageError(fmt::format("GPU generator: output '{}': grouped layouts run on the CPU reference only in this "
+                                   "version", o.name));
+  std::string tensor_amax;
+  for (const NodePtr& sn : values.scales) {
+    if (block_of(sn).jagged())
       throw UsageError("GPU generator: jagged groups (groups(...)) run on the CPU reference only in this version");
-    if (q->args[1]->scale_format == ScaleFormat::e4m3)
-      throw UsageError("GPU generator: NVFP4 two-level scaling runs on the CPU reference only in this version");
+    if (sn->scale_format == ScaleFormat::e4m3) {
+      // NVFP4: the per-tensor amax comes from a pre-pass kernel (one per pipeline).
+      const std::string t = canonical(sn->args[1]);
+      if (!tensor_amax.empty() && t != tensor_amax)
+        throw UsageError("GPU generator: NVFP4 casts of two different values in one pipeline are not supported; "
+                         "split the pipeline");
+      tensor_amax = t;
+      for (size_t q = 0; q < values.quantizes.size(); ++q)
+        if (values.scales[size_t(values.quantize_scale[q])] == sn && values.quantizes[q]->flush_subnormals)
+          throw UsageError("GPU generator: NVFP4 with flush_subnormals runs on the CPU reference only in this version");
+    }
   }
   // ax_c: the unit-stride axis of the first tensor input (loads are then 16-byte vectors).
   int lead = first_tensor_input(p);

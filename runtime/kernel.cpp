@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <vector>
 
@@ -55,6 +57,17 @@ std::shared_ptr<Loaded> load(const Pipeline& p, const Target& t, const detail::S
 
 struct Kernel::State {
   Pipeline pipeline;
+  // NVFP4: a pre-pass kernel computing the per-tensor amax, and its input positions in ours.
+  std::optional<Kernel> amax_pass;
+  std::vector<int> amax_inputs;
+  std::mutex scratch_mutex;
+  std::map<uint64_t, DeviceBuffer> scratch;  // per stream: the 4-byte tensor amax
+  float* scratch_for(uint64_t stream) {
+    std::lock_guard lock(scratch_mutex);
+    auto it = scratch.find(stream);
+    if (it == scratch.end()) it = scratch.emplace(stream, DeviceBuffer::alloc(4)).first;
+    return reinterpret_cast<float*>(it->second.ptr());
+  }
   Target target;
   detail::Tuning tuning;
   std::string hash_prefix;
@@ -93,6 +106,15 @@ Kernel jit(const Pipeline& p, const Target& target, const detail::Tuning& tuning
   k.state_->target = target;
   k.state_->tuning = tuning;
   k.state_->hash_prefix = p.hash().hex() + "/" + target.arch + "/" + tuning.str() + "/";
+  // NVFP4 scales need the tensor amax first: a pre-pass pipeline over the same value.
+  for (const Output& o : p.outputs()) {
+    if ((o.kind != OutputKind::scales && o.kind != OutputKind::elems)) continue;
+    const NodePtr& sn = o.kind == OutputKind::scales ? o.node : o.node->args[1];
+    if (sn->scale_format != ScaleFormat::e4m3 || k.state_->amax_pass) continue;
+    Pipeline ap = pipeline({output("tamax", Amax(sn->args[1]))});
+    for (const InputDecl& in : ap.inputs()) k.state_->amax_inputs.push_back(p.input_index(in.name));
+    k.state_->amax_pass = jit(ap, target);
+  }
   // Compile (or fetch from SQLite) now for the common case; load only where a GPU exists.
   const detail::StrideClass sc = detail::default_stride_class(p);
   detail::CompileOptions opts;
@@ -148,6 +170,17 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     for (int a = 0; a < rank; ++a) w.push_back(a < int(g.logical_shape.size()) ? g.logical_shape[size_t(a)] : 1);
   w.push_back(tiles_r);
   w.push_back(tiles_c);
+  int64_t aux = 0;
+  if (state_->amax_pass) {
+    // NVFP4: tensor amax into this stream's scratch word, then the cast reads it (stream order).
+    float* t = state_->scratch_for(stream);
+    std::vector<TensorView> ain;
+    for (int i : state_->amax_inputs) ain.push_back(inputs[size_t(i)]);
+    TensorView tv = TensorView::contiguous(t, DType::f32, {1}, DeviceKind::cuda, inputs[0].device_ordinal);
+    (*state_->amax_pass)(stream, std::span<const TensorView>(ain), std::span<const TensorView>(&tv, 1));
+    aux = int64_t(reinterpret_cast<uintptr_t>(t));
+  }
+  w.push_back(aux);
   void* args[] = {w.data()};
   if (plan.kind == detail::Plan::Kind::direct) {
     // x: slots of a row; y, z: groups of `unroll` rows.

@@ -142,6 +142,15 @@ MX_D mx_u32 mx_cvt_e5m2x2(float lo, float hi) {
   asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
   return d;
 }
+// One value to an E4M3 code, RNE with saturation (NVFP4 block scales).
+MX_D mx_u32 mx_e4m3_rne(float v) {
+#if MXJIT_HW_FP8
+  return mx_cvt_e4m3x2(v, 0.0f) & 0xffu;
+#else
+  return mx_encode_sw<4, 3, 1, false>(v, false, 0u);
+#endif
+}
+
 #if MXJIT_HW_FP4FP6
 // sm_100a+: FP4 / FP6 pair conversions. FP4: lo -> low nibble; FP6: one code per byte.
 MX_D mx_u32 mx_cvt_e2m1x2(float lo, float hi) {

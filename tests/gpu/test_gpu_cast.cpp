@@ -188,6 +188,24 @@ TEST_CASE("fused prologues, amax output, dequantize") {
   }
 }
 
+TEST_CASE("NVFP4: both conventions, dim0 and dim1, blocked scales, tensor amax on the GPU") {
+  MXJIT_REQUIRE_GPU();
+  for (Nvfp4Convention c : {Nvfp4Convention::te, Nvfp4Convention::torchao})
+    for (int axis : {0, 1}) {
+      auto x = input("x", DType::bf16, rank(2));
+      auto s = nvfp4_scale(amax(blocks(x, axis, 16)), c);
+      Pipeline p = pipeline({output("q", cast(e2m1, x / s), axis ? layout::row_major() : layout::col_major()),
+                             output("s", s, layout::blocked_128x4()), output("amax", amax(x))});
+      CHECK(run_case(p, {96, 160}, 41 + uint64_t(axis), true) == 0);
+      CHECK(run_case(p, {130, 224}, 43 + uint64_t(axis), false) == 0);
+      // All zeros: the per-tensor amax is 0 (each convention's zero rule).
+      Kernel k = jit(p);
+      std::vector<HostTensor> in;
+      in.emplace_back(DType::bf16, std::vector<int64_t>{64, 64});
+      CHECK(check_against_reference(k, in, "nvfp4 zeros") == 0);
+    }
+}
+
 TEST_CASE("run record") {
   MXJIT_REQUIRE_GPU();
   GpuInfo info = gpu_info(0);
