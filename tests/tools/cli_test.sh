@@ -94,10 +94,25 @@ if [ "$mode" = gpu ]; then
   gpu_vs_cpu expert "$work/x3.npy" --block-axis 1 --elems-layout expert_col_major
   gpu_vs_cpu two_casts "$work/x_c.npy" --spec \
     "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4 amax"
-  # NVFP4 runs on the CPU reference: auto falls back with one notice line; gpu is a usage error.
-  ok "nvfp4 auto" "$mxjit" cast "$work/x_c.npy" --preset nvfp4 --out-dir "$work/nvfp4"
-  grep -q "^mxjit: note: .*CPU reference" "$work/err.txt" && pass || fail "nvfp4 auto: no fallback notice"
-  err "nvfp4 on --device gpu" "NVFP4" 1 "$mxjit" cast "$work/x_c.npy" --preset nvfp4 --device gpu --out-dir "$work/n2"
+  # NVFP4: where the GPU generator rejects it, --device gpu is a usage error and auto falls back
+  # to the CPU reference with one notice line; where it accepts it, GPU must equal CPU.
+  if "$mxjit" cast "$work/x_c.npy" --preset nvfp4 --device gpu --out-dir "$work/nvfp4_probe" >/dev/null 2>&1; then
+    gpu_vs_cpu nvfp4_te "$work/x_c.npy" --preset nvfp4
+    gpu_vs_cpu nvfp4_torchao "$work/x_f32.npy" --preset nvfp4 --convention torchao --amax
+  else
+    ok "nvfp4 auto" "$mxjit" cast "$work/x_c.npy" --preset nvfp4 --out-dir "$work/nvfp4"
+    grep -q "^mxjit: note: .*CPU reference" "$work/err.txt" && pass || fail "nvfp4 auto: no fallback notice"
+    err "nvfp4 on --device gpu" "NVFP4" 1 "$mxjit" cast "$work/x_c.npy" --preset nvfp4 --device gpu --out-dir "$work/n2"
+  fi
+  # Jagged groups: the same, for the per-group FP32 scales.
+  "$testgen" offsets "$work/offs.npy" 100,180,256 || fail "testgen offsets"
+  if "$mxjit" cast "$work/x_c.npy" --scale fp32 --groups "$work/offs.npy" --device gpu --out-dir "$work/g_probe" \
+      >/dev/null 2>&1; then
+    gpu_vs_cpu groups "$work/x_c.npy" --scale fp32 --groups "$work/offs.npy"
+  else
+    ok "groups auto" "$mxjit" cast "$work/x_c.npy" --scale fp32 --groups "$work/offs.npy" --out-dir "$work/groups"
+    grep -q "^mxjit: note: .*CPU reference" "$work/err.txt" && pass || fail "groups auto: no fallback notice"
+  fi
   echo "tools_cli_gpu: $passed checks passed, $failed failed"
   [ "$failed" = 0 ]
   exit
