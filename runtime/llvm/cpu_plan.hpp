@@ -49,16 +49,22 @@ struct CpuPlan {
   std::string function_name;
 
   // Parameter block: int64 words. Pointers are stored as integers.
-  int ni = 0, no = 0;
+  int ni = 0, no = 0;  ///< inputs and outputs of the pipeline
+  /// Word of input k's / output o's data pointer.
   int p_in(int k) const { return k; }
   int p_out(int o) const { return ni + o; }
+  /// Word of the domain extent along axis a.
   int p_shape(int a) const { return ni + no + a; }
+  /// Word of input k's stride (elements) along axis a (vectors: a = 0 only).
   int p_in_stride(int k, int a) const { return ni + no + rank + k * rank + a; }
+  /// Word of output o's view stride / logical extent along axis a (output_geometry).
   int p_out_stride(int o, int a) const { return ni + no + rank + ni * rank + o * rank + a; }
   int p_out_shape(int o, int a) const { return ni + no + rank + ni * rank + no * rank + o * rank + a; }
+  /// Word of the domain's row-major stride along axis a (the Philox element index).
   int p_dom_stride(int a) const { return ni + no + rank + ni * rank + 2 * no * rank + a; }
   int p_slots() const { return p_dom_stride(rank); }          ///< pointer to u32[slots]
   int p_tamax(int slot) const { return p_slots() + 1 + slot; }  ///< f32 bits of a pre-pass amax
+  /// Size of the parameter block in words.
   int param_words() const { return p_tamax(slots); }
 
   /// Canonical text (part of the cache metadata and the IR banner).

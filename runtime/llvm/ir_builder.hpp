@@ -20,12 +20,14 @@ class Ir {
   /// Starts emitting at the end of `f`'s (new) entry block.
   explicit Ir(llvm::Function* f);
 
-  llvm::LLVMContext& ctx;
-  llvm::Module& mod;
-  llvm::Function* fn;
-  llvm::IRBuilder<> b;
+  llvm::LLVMContext& ctx;  ///< the function's context
+  llvm::Module& mod;       ///< the module helpers are declared in
+  llvm::Function* fn;      ///< the function being emitted
+  llvm::IRBuilder<> b;     ///< the insertion point
+  /// Types used throughout (ptr is the opaque pointer).
   llvm::Type *i1, *i8, *i16, *i32, *i64, *f32, *ptr;
 
+  /// i64 / i32 / f32 constants.
   llvm::Value* c64(int64_t v) const;
   llvm::Value* c32(uint32_t v) const;
   llvm::Value* cf(float v) const;
@@ -56,9 +58,11 @@ class Ir {
   llvm::Value* bits(llvm::Value* f);      ///< f32 -> i32 pattern
   llvm::Value* fbits(llvm::Value* u);     ///< i32 pattern -> f32
   llvm::Value* abs_bits(llvm::Value* f);  ///< pattern of |f| (NaN stays above 0x7f800000)
+  /// Unsigned max / min (i32), signed min (i64).
   llvm::Value* umax(llvm::Value* a, llvm::Value* c);
   llvm::Value* umin(llvm::Value* a, llvm::Value* c);
   llvm::Value* smin64(llvm::Value* a, llvm::Value* c);
+  /// True (i1) for any NaN pattern.
   llvm::Value* is_nan(llvm::Value* f);
   /// `f` with FP32 subnormals replaced by zeros of the same sign.
   llvm::Value* flush(llvm::Value* f);

@@ -25,10 +25,12 @@ std::unique_ptr<llvm::Module> lower_pipeline(const Pipeline& p, const CpuPlan& p
 
 /// The state shared by the lowering passes while the tile function is being emitted.
 struct TileCtx {
+  /// Emits for `pipeline` with `cpu_plan` through `builder`; the fields below are filled by
+  /// lower_pipeline() before any pass runs.
   TileCtx(const Pipeline& pipeline, const CpuPlan& cpu_plan, Ir& builder) : p(pipeline), plan(cpu_plan), ir(builder) {}
-  const Pipeline& p;
-  const CpuPlan& plan;
-  Ir& ir;
+  const Pipeline& p;     ///< the pipeline
+  const CpuPlan& plan;   ///< its CPU plan
+  Ir& ir;                ///< the IR builder
   // Parameters loaded once in the entry block (SSA, loop-invariant).
   std::vector<llvm::Value*> in_ptr, out_ptr, shape, dom_stride;
   std::vector<std::vector<llvm::Value*>> in_stride, out_stride, out_shape;
