@@ -70,6 +70,20 @@ TEST_CASE("stochastic rounding, flush, custom rule, FP32 scales") {
   }
 }
 
+TEST_CASE("user formats fp(e,m), rank 4 with two batch axes") {
+  MXJIT_REQUIRE_CPU_BACKEND();
+  auto x = input("x", DType::bf16, rank(2));
+  for (ElemFormat f : {fp_format(3, 3), fp_format(1, 4), fp_format(5, 0), fp_format(2, 0), fp_format(4, 2)})
+    for (ScaleRule rule : {ScaleRule::floor, ScaleRule::rceil, ScaleRule::even}) {
+      auto s = e8m0_scale(amax(blocks(x, 1, 32)), f, rule);
+      CHECK(check1(pipeline({output("q", cast(f, x / s)), output("s", s)}), {32, 96}, 91, true) == 0);
+    }
+  auto x4 = input("x", DType::f32, rank(4));
+  auto s4 = e8m0_scale(amax(blocks(x4, 2, 32)), e4m3, ScaleRule::rceil);
+  CHECK(check1(pipeline({output("q", cast(e4m3, x4 / s4), layout::permuted({3, 0, 2, 1})), output("s", s4, layout::blocked_128x4())}),
+               {2, 3, 40, 64}, 92, true, DType::f32) == 0);
+}
+
 TEST_CASE("NVFP4: both conventions, zero / NaN / Inf tensors, 2-D blocks") {
   MXJIT_REQUIRE_CPU_BACKEND();
   auto x = input("x", DType::bf16, rank(2));
@@ -158,7 +172,7 @@ TEST_CASE("jagged groups: per-group per-column scales, empty groups, rows past t
   Pipeline p = pipeline({output("q", cast(e4m3, x / sg), layout::col_major()), output("s", sg),
                          output("qf", cast(e4m3, x / sf)), output("sf", sf),
                          output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4())});
-  for (const std::vector<int32_t>& ends : std::vector<std::vector<int32_t>>{{10, 10, 75, 100}, {0, 33, 60}, {100}, {0}}) {
+  for (const std::vector<int32_t>& ends : std::vector<std::vector<int32_t>>{{10, 10, 75, 100}, {0, 33, 60}, {100}, {0}, {}}) {
     std::vector<HostTensor> in;
     in.push_back(random_input(DType::bf16, {100, 96}, uint64_t(ends.size()), true));
     in.push_back(offsets_tensor(ends));
