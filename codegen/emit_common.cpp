@@ -145,7 +145,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
   return r;
 }
 
-std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd) {
+std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, const std::string& rnd) {
   const bool sr = q->round == Round::stochastic;
   return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");
 }

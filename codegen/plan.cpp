@@ -1,6 +1,7 @@
 #include "codegen/plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <set>
@@ -19,7 +20,19 @@ std::string StrideClass::str() const {
 }
 
 std::string Tuning::str() const {
-  return fmt::format("tune({},{},{},{},{},{},{},{})", tile_r, tile_c, threads, min_blocks, hoist, col_w, unroll, force_tiled);
+  return fmt::format("tune({},{},{},{},{},{},{},{})", tile_r, tile_c, threads, min_blocks, hoist, col_w, unroll,
+                     int(force_tiled));
+}
+
+Tuning Tuning::parse(const std::string& text) {
+  Tuning t;
+  int f = 0;
+  if (std::sscanf(text.c_str(), "tune(%d,%d,%d,%d,%d,%d,%d,%d)", &t.tile_r, &t.tile_c, &t.threads, &t.min_blocks,
+                  &t.hoist, &t.col_w, &t.unroll, &f) != 8)
+    throw UsageError(fmt::format("tuning '{}': expected tune(tile_r,tile_c,threads,min_blocks,hoist,col_w,unroll,"
+                                 "force_tiled)", text));
+  t.force_tiled = f != 0;
+  return t;
 }
 
 std::string Plan::str() const {

@@ -42,7 +42,12 @@ struct Tuning {
   int col_w = 0;       ///< tiled: rows per thread for column-wise stores (16 or 32)
   int unroll = 0;      ///< direct: chunks per thread
   bool force_tiled = false;  ///< use the tiled kernel even where the direct one applies
+  /// Canonical text ("tune(64,128,0,4,1,16,0,0)"), part of the kernel key and what the tuner stores.
   std::string str() const;
+  /// Parses str(); throws UsageError naming the text.
+  static Tuning parse(const std::string& text);
+  /// True when every field is at its default.
+  bool is_default() const { return str() == Tuning{}.str(); }
 };
 
 /// How the kernel covers the domain.

@@ -85,12 +85,16 @@ ElemFormat fp_format(int ebits, int mbits);
 /// Throws UsageError naming the known formats.
 ElemFormat elem_format_named(std::string_view name);
 
-/// How block scales are stored.
+/// How block scales are stored. (The enumerators share names with the element formats they are
+/// stored as; GCC's -Wshadow flags that, and here it is intended.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
 enum class ScaleFormat : uint8_t {
   e8m0,  ///< MX: a power of two, byte = biased exponent (bias 127), 0xFF = NaN
   e4m3,  ///< NVFP4: FP8 E4M3 block scale under an FP32 per-tensor scale
   f32,   ///< FP32 (the FP8 rowwise / per-group recipes)
 };
+#pragma GCC diagnostic pop
 
 /// "e8m0", "e4m3", "f32".
 std::string_view scale_format_name(ScaleFormat f);

@@ -59,7 +59,7 @@ struct Scene {
 };
 
 Scene resolve(const Layout& l, std::span<const int64_t> shape_in, const DrawOptions& o) {
-  Scene s{l, std::vector<int64_t>(shape_in.begin(), shape_in.end())};
+  Scene s{l, std::vector<int64_t>(shape_in.begin(), shape_in.end()), -1, -1, {}, 1, 1, 1, 1, 1, 0, {}};
   const int rank = int(s.shape.size());
   if (rank == 0) throw UsageError("draw_svg: the shape is empty; give at least one extent");
   for (int64_t e : s.shape)
@@ -135,7 +135,7 @@ std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const
                                                  layout.atom_cols());
   if (layout.is_grouped()) legend += "; red = group boundaries";
   // Monospace glyphs are about 0.6 em wide: room for the title (16 px) and the legend (12 px).
-  width = std::max<int64_t>({width, margin * 2 + int64_t(title.size() * 10), margin * 2 + int64_t(legend.size() * 7.3),
+  width = std::max<int64_t>({width, margin * 2 + int64_t(title.size() * 10), margin * 2 + int64_t(double(legend.size()) * 7.3),
                              o.storage_strip ? strip_x - label + 64 * 8 + margin : 0});
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "

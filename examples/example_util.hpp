@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "mxjit/mxjit.hpp"
+#if MXJIT_HAVE_LLVM
+#include "runtime/llvm/cpu_backend.hpp"
+#endif
 
 namespace example {
 
@@ -56,6 +59,27 @@ inline std::vector<Host> run(const mxjit::Pipeline& p, std::vector<Host>& inputs
   if (!mxjit::gpu_available()) {
     mxjit::jit(p, mxjit::Target::parse("sm_90a"));
     std::printf("no GPU (%s): compiled for sm_90a and cached\n", mxjit::gpu_unavailable_reason().c_str());
+#if MXJIT_HAVE_LLVM
+    // The host's own JIT (LLVM ORC) runs the same pipeline; it must equal the reference too.
+    if (mxjit::cpu::cpu_backend_available()) {
+      std::vector<Host> got;
+      std::vector<mxjit::TensorView> gotv;
+      for (Host& h : out) {
+        got.emplace_back(h.view.dtype, h.view.shape, h.view.strides);
+        std::fill(got.back().bytes.begin(), got.back().bytes.end(), uint8_t(0xA5));
+        gotv.push_back(got.back().view);
+      }
+      mxjit::cpu::cpu_jit(p)(in, gotv);
+      for (size_t o = 0; o < out.size(); ++o)
+        if (got[o].bytes != out[o].bytes) {
+          std::printf("MISMATCH in output '%s' between the LLVM CPU backend and the reference\n",
+                      p.outputs()[o].name.c_str());
+          std::exit(1);
+        }
+      std::printf("CPU backend (LLVM, %s): every output byte equals the CPU reference\n",
+                  mxjit::cpu::cpu_target_name().c_str());
+    }
+#endif
     return out;
   }
   mxjit::Kernel k = mxjit::jit(p);

@@ -31,7 +31,7 @@ void check_common(const Arg& arg, const TensorView& v, DType dtype, size_t rank,
     throw UsageError(fmt::format("{}: has {} strides for {} extents", what(), v.strides.size(), v.shape.size()));
   for (size_t a = 0; a < v.shape.size(); ++a) {
     if (v.shape[a] < 0) throw UsageError(fmt::format("{}: extent {} of axis {} is negative", what(), v.shape[a], a));
-    if (v.strides[a] < 0 || (v.strides[a] == 0 && v.shape[a] > 1))
+    if (v.strides[a] < 0 || (v.strides[a] == 0 && v.shape[a] > 1 && v.numel() > 0))
       throw UsageError(fmt::format("{}: stride {} of axis {} is not positive; mxjit reads positive strides only",
                                    what(), v.strides[a], a));
   }

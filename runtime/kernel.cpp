@@ -15,6 +15,7 @@
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "runtime/tuner.hpp"
 
 namespace mxjit {
 
@@ -73,21 +74,25 @@ struct Kernel::State {
   std::string hash_prefix;
   // Per-Kernel tier 0: the specialisations this object launched, checked without hashing.
   mutable std::shared_mutex mutex;
-  mutable std::vector<std::pair<detail::StrideClass, std::shared_ptr<Loaded>>> seen;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<Loaded>>> seen;  // key: stride + shape class
 
-  std::shared_ptr<Loaded> get(const detail::StrideClass& sc) const {
+  // The loaded kernel for this stride class and shape class. With default plan parameters, a
+  // tuning stored by the tuner for that class is used (looked up once per class and object).
+  std::shared_ptr<Loaded> get(const detail::StrideClass& sc, const std::string& cls = "m") const {
+    const std::string local = sc.str() + cls;
     {
       std::shared_lock lock(mutex);
       for (const auto& [k, v] : seen)
-        if (k == sc) return v;
+        if (k == local) return v;
     }
-    const std::string key = hash_prefix + sc.str();
+    detail::Tuning t = tuning.is_default() ? detail::stored_tuning(pipeline, target, sc, cls) : tuning;
+    const std::string key = hash_prefix + t.str() + "/" + sc.str();
     std::shared_ptr<const std::shared_ptr<Loaded>> found = semantic_cache().find(key);
     detail::disk_cache().count_memory_lookup(found != nullptr);
     std::shared_ptr<Loaded> loaded = found ? *found : nullptr;
-    if (!loaded) loaded = *semantic_cache().insert(key, load(pipeline, target, sc, tuning));
+    if (!loaded) loaded = *semantic_cache().insert(key, load(pipeline, target, sc, t));
     std::unique_lock lock(mutex);
-    seen.emplace_back(sc, loaded);
+    seen.emplace_back(local, loaded);
     return loaded;
   }
 };
@@ -105,7 +110,7 @@ Kernel jit(const Pipeline& p, const Target& target, const detail::Tuning& tuning
   k.state_->pipeline = p;
   k.state_->target = target;
   k.state_->tuning = tuning;
-  k.state_->hash_prefix = p.hash().hex() + "/" + target.arch + "/" + tuning.str() + "/";
+  k.state_->hash_prefix = p.hash().hex() + "/" + target.arch + "/";
   // NVFP4 scales need the tensor amax first: a pre-pass pipeline over the same value.
   for (const Output& o : p.outputs()) {
     if ((o.kind != OutputKind::scales && o.kind != OutputKind::elems)) continue;
@@ -128,7 +133,7 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   const Pipeline& p = state_->pipeline;
   detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
   detail::StrideClass sc{std::move(b.unit_axis), std::move(b.aligned)};
-  std::shared_ptr<Loaded> l = state_->get(sc);
+  std::shared_ptr<Loaded> l = state_->get(sc, detail::shape_class(b.shape));
   const detail::Plan& plan = l->plan;
   detail::Driver& drv = detail::Driver::get();
   for (int o : plan.zero_outputs)

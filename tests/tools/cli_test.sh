@@ -159,6 +159,8 @@ ok "device auto" "$mxjit" cast "$work/x.npy" --rule rceil --out-dir "$work/auto"
 same "device auto = cpu" "$work/auto/elems.npy" "$work/dim0/got/elems.npy"
 
 # ---- compile and the cache -------------------------------------------------------------------------
+# A fresh cache: the casts above stored the CPU backend's objects in the shared one.
+export MXJIT_CACHE_DIR="$work/cache_compile"
 ok "compile cuda" "$mxjit" compile --rule rceil --arch sm_90a --emit cuda --out "$work/k.cu"
 grep -q "__global__" "$work/k.cu" && pass || fail "compile cuda: no __global__ in the source"
 ok "compile cubin" "$mxjit" compile --rule rceil --arch sm_90a --out "$work/k.cubin"
@@ -234,7 +236,7 @@ err "cache dump bad key" "must be 4 to 32 hex digits" 1 "$mxjit" cache dump zz -
 err "cache dump absent key" "no cache entry has a key starting with 'abcdef12'" 1 \
   "$mxjit" cache dump abcdef12 --out "$work/d.cubin"
 err "no subcommand" "A subcommand is required" 1 "$mxjit"
-err "unknown subcommand" "unknown command 'cats' \\(commands: cache, cast" 1 "$mxjit" cats
+err "unknown subcommand" "unknown command 'cats' \\(commands: bench, cache, cast" 1 "$mxjit" cats
 
 ok "cache clear" "$mxjit" cache clear
 ok "cache ls after clear" "$mxjit" cache ls

@@ -6,9 +6,14 @@
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
+#include "runtime/bindings.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel.hpp"
 #include "runtime/reference/executor.hpp"
+#include "tools/mxjit/tool_util.hpp"
+#if MXJIT_HAVE_LLVM
+#include "runtime/llvm/cpu_backend.hpp"
+#endif
 
 namespace mxjit::tool {
 namespace {
@@ -46,6 +51,36 @@ std::vector<HostOutput> run_on_cpu(const Pipeline& p, const RunInputs& in) {
     views.push_back(TensorView::strided(h.storage.data(), h.dtype, h.geometry.view_shape, h.geometry.view_strides));
   reference::run(p, in.views, views);
   return outs;
+}
+
+std::vector<HostOutput> run_on_host(const Pipeline& p, const RunInputs& in, int threads, std::string& used) {
+#if MXJIT_HAVE_LLVM
+  if (cpu::cpu_backend_available()) {
+    // The user's mistakes are errors on every device: check the binding before trying the JIT, so
+    // that only "not lowered" reasons fall back to the reference.
+    std::vector<HostOutput> outs = allocate_outputs(p, in);
+    std::vector<TensorView> views;
+    for (HostOutput& h : outs)
+      views.push_back(TensorView::strided(h.storage.data(), h.dtype, h.geometry.view_shape, h.geometry.view_strides));
+    detail::check_bindings(p, in.views, views, DeviceKind::cpu);
+    try {
+      const cpu::CpuKernel k = cpu::cpu_jit(p);
+      k(in.views, views, threads);
+      used = fmt::format("cpu (LLVM JIT, {})", cpu::cpu_target_name());
+      return outs;
+    } catch (const UsageError& e) {
+      print_notice(fmt::format("{}; running the CPU reference", e.what()));
+    }
+  } else {
+    print_notice(fmt::format("the LLVM CPU backend is unavailable ({}); running the CPU reference",
+                             cpu::cpu_backend_unavailable_reason()));
+  }
+#else
+  (void)threads;
+  print_notice("this mxjit was built without the LLVM CPU backend; running the CPU reference");
+#endif
+  used = "cpu (reference)";
+  return run_on_cpu(p, in);
 }
 
 bool gpu_accepts(const Pipeline& p, std::string& why) {

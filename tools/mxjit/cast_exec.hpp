@@ -33,6 +33,10 @@ struct RunInputs {
 /// Runs `p` on the CPU reference executor.
 std::vector<HostOutput> run_on_cpu(const Pipeline& p, const RunInputs& in);
 
+/// Runs `p` on the host with the LLVM CPU backend (threads: 0 = all cores) when it is built and
+/// lowers the pipeline, else on the reference with one notice line; `used` says which.
+std::vector<HostOutput> run_on_host(const Pipeline& p, const RunInputs& in, int threads, std::string& used);
+
 /// Compiles `p` for GPU 0 (through the caches), uploads the inputs with their strides, launches
 /// and downloads every output. Throws UsageError when the GPU generator cannot run `p`.
 std::vector<HostOutput> run_on_gpu(const Pipeline& p, const RunInputs& in);

@@ -28,6 +28,7 @@ struct CastCommand {
   CastFlags flags;
   std::string input;
   std::string device = "auto";
+  int threads = 0;
   std::string out_dir = ".";
   bool verbose = false;
 };
@@ -84,14 +85,14 @@ void check_input(const Pipeline& p, const NpyArray& a, DType dtype, const std::s
 
 /// Chooses the device and runs.
 std::vector<HostOutput> run(const CastCommand& c, const Pipeline& p, const RunInputs& in, std::string& used) {
-  if (c.device == "cpu") {
+  if (c.device == "reference") {
     used = "cpu (reference)";
     return run_on_cpu(p, in);
   }
+  if (c.device == "cpu") return run_on_host(p, in, c.threads, used);
   if (!gpu_available()) {
     if (c.device == "gpu") throw UsageError(fmt::format("--device gpu: no GPU ({})", gpu_unavailable_reason()));
-    used = "cpu (reference; no GPU)";
-    return run_on_cpu(p, in);
+    return run_on_host(p, in, c.threads, used);
   }
   if (c.device == "auto") {
     std::string why;
@@ -162,9 +163,11 @@ Action setup(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   add_cast_flags(app, c->flags, "int32 group ends (.npy, 1-D <i4), e.g. MoE token group ends");
-  app.add_option("--device", c->device, "auto: the GPU if there is one, else the CPU reference")
-      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))
+  app.add_option("--device", c->device,
+                 "auto: the GPU if there is one, else the CPU (LLVM JIT backend); reference: the CPU reference")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu", "reference"}))
       ->capture_default_str();
+  app.add_option("--threads", c->threads, "CPU threads for --device cpu (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_option("--out-dir", c->out_dir, "folder for elems.npy, scales.npy, ...")->capture_default_str();
   app.add_flag("-v,--verbose", c->verbose, "print the pipeline in its text form");
   return [c] { return run_cast(*c); };

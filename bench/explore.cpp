@@ -1,0 +1,90 @@
+#include "bench/explore.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "bench/bench.hpp"
+#include "mxjit/mxjit.hpp"
+#include "runtime/compile.hpp"
+#include "runtime/tuner.hpp"
+
+namespace mxjit::bench {
+namespace {
+
+// The pipeline with output `o`'s scale layout replaced by `l`.
+Pipeline with_scale_layout(const Pipeline& p, size_t o, const Layout& l) {
+  std::vector<Output> outs = p.outputs();
+  outs[o].layout = l;
+  return pipeline(outs);
+}
+
+}  // namespace
+
+ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, bool layout_variants, bool store,
+                      const std::function<void(int, int)>& progress) {
+  ExploreResult res;
+  res.copy_gbps = copy_bandwidth();
+  std::vector<std::pair<std::string, Pipeline>> variants = {{"as given", p}};
+  if (layout_variants)
+    for (size_t o = 0; o < p.outputs().size(); ++o) {
+      const Output& out = p.outputs()[o];
+      if (out.kind != OutputKind::scales || out.dtype != DType::u8 || block_of(out.node).axes.size() != 1 ||
+          block_of(out.node).jagged())
+        continue;
+      for (const Layout& l : {Layout::linear(), Layout::blocked_128x4(), Layout::blocked_8x4()})
+        if (!(l == out.layout)) variants.emplace_back(out.name + ":" + l.str(), with_scale_layout(p, o, l));
+    }
+  const Target t = current_target();
+  struct Job {
+    size_t variant;
+    detail::Tuning tuning;
+  };
+  std::vector<Job> jobs;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const detail::StrideClass sc = detail::default_stride_class(variants[v].second);
+    for (const detail::Tuning& tu : detail::tuning_candidates(variants[v].second, t, sc)) jobs.push_back({v, tu});
+  }
+  double best_given = 0;
+  detail::Tuning best_tuning;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& [name, vp] = variants[jobs[i].variant];
+    Kernel k = jit(vp, t, jobs[i].tuning);
+    Timing tm = time_kernel(k, shape, 15);
+    ExploreRow row{name, jobs[i].tuning.str(), tm.us, 100.0 * tm.bytes / (tm.us * 1e-6) / 1e9 / res.copy_gbps, tm.checked};
+    res.rows.push_back(row);
+    if (jobs[i].variant == 0 && tm.checked && (best_given == 0 || tm.us < best_given)) {
+      best_given = tm.us;
+      best_tuning = jobs[i].tuning;
+    }
+    if (progress) progress(int(i) + 1, int(jobs.size()));
+  }
+  std::sort(res.rows.begin(), res.rows.end(), [](const ExploreRow& a, const ExploreRow& b) { return a.us < b.us; });
+  if (store && best_given > 0) {
+    detail::store_tuning(p, t, detail::default_stride_class(p), detail::shape_class(shape), best_tuning);
+    res.stored = best_tuning.str();
+  }
+  return res;
+}
+
+std::string explore_svg(const ExploreResult& r, const std::string& title) {
+  const int bar = 16, left = 420, width = 420;
+  double worst = 0;
+  for (const ExploreRow& row : r.rows) worst = std::max(worst, row.us);
+  std::string s = fmt::format(
+      "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='monospace' font-size='11'>\n",
+      left + width + 120, 40 + bar * int(r.rows.size()));
+  s += fmt::format("<text x='10' y='18' font-size='13'>{} (us, fastest first; copy {:.0f} GB/s)</text>\n", title,
+                   r.copy_gbps);
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const ExploreRow& row = r.rows[i];
+    const int y = 30 + bar * int(i);
+    const double w = worst > 0 ? row.us / worst * width : 0;
+    s += fmt::format("<text x='{}' y='{}' text-anchor='end'>{} {}</text>\n", left - 6, y + 11, row.variant, row.tuning);
+    s += fmt::format("<rect x='{}' y='{}' width='{:.1f}' height='{}' fill='{}'/>\n", left, y + 2, w, bar - 4,
+                     i == 0 ? "#3a7" : (row.checked ? "#79b" : "#d44"));
+    s += fmt::format("<text x='{:.1f}' y='{}'>{:.1f} us ({:.0f}%)</text>\n", left + w + 4, y + 11, row.us, row.pct_copy);
+  }
+  return s + "</svg>\n";
+}
+
+}  // namespace mxjit::bench

@@ -1,0 +1,64 @@
+#include "runtime/tuner.hpp"
+
+#include "runtime/compile.hpp"
+
+namespace mxjit::detail {
+
+std::string shape_class(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n < (int64_t(1) << 20) ? "s" : (n < (int64_t(1) << 26) ? "m" : "l");
+}
+
+std::string tuning_key(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& cls) {
+  return p.hash().hex() + "/" + t.arch + "/" + sc.str() + "/" + cls + "/" + kGeneratorVersion;
+}
+
+Tuning stored_tuning(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& cls) {
+  if (auto v = disk_cache().get_tuned(tuning_key(p, t, sc, cls))) {
+    try {
+      return Tuning::parse(*v);
+    } catch (const Error&) {
+      // A damaged row means "not tuned".
+    }
+  }
+  return Tuning{};
+}
+
+void store_tuning(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& cls,
+                  const Tuning& tuning) {
+  disk_cache().put_tuned(tuning_key(p, t, sc, cls), tuning.str());
+}
+
+std::vector<Tuning> tuning_candidates(const Pipeline& p, const Target& t, const StrideClass& sc) {
+  std::vector<Tuning> out{Tuning{}};
+  const bool direct = make_plan(p, t, sc).kind == Plan::Kind::direct;
+  if (direct) {
+    for (int u : {1, 2, 4})
+      for (int mb : {4, 6, 8}) {
+        Tuning x;
+        x.unroll = u;
+        x.min_blocks = mb;
+        out.push_back(x);
+      }
+  }
+  for (int tr : {32, 64})
+    for (int mb : {2, 3, 4})
+      for (int w : {16, 32}) {
+        Tuning x;
+        x.tile_r = tr;
+        x.tile_c = 128;
+        x.min_blocks = mb;
+        x.col_w = w;
+        x.hoist = 1;
+        x.force_tiled = true;
+        try {
+          make_plan(p, t, sc, x);  // e.g. a block larger than the tile
+          out.push_back(x);
+        } catch (const Error&) {
+        }
+      }
+  return out;
+}
+
+}  // namespace mxjit::detail
