@@ -41,6 +41,40 @@ Pipeline expert(Layout s) {
   auto sc = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
   return pipeline({output("q", mxjit::cast(e4m3, x / sc), layout::expert_col_major()), output("s", sc, s)});
 }
+// Fused prologue + MXFP8 cast, and the unfused first half (prologue -> bf16) to compare with.
+Pipeline prologue(const std::string& kind, bool fuse) {
+  auto x = input("x", DType::bf16, rank(2));
+  Expr v = x;
+  if (kind == "swiglu") v = swiglu(x, input("up", DType::bf16, rank(2)));
+  else if (kind == "vec") v = x * vec("w", DType::bf16, 1, rank(2));
+  else v = gelu(x, Gelu::tanh);
+  if (!fuse) return pipeline({output("y", v, DType::bf16)});
+  auto sc = e8m0_scale(amax(blocks(v, 1, 32)), e4m3, ScaleRule::rceil);
+  return pipeline({output("q", mxjit::cast(e4m3, v / sc)), output("s", sc)});
+}
+Pipeline format_cast(ElemFormat f) {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = e8m0_scale(amax(blocks(x, 1, 32)), f, ScaleRule::rceil);
+  return pipeline({output("q", mxjit::cast(f, x / sc)), output("s", sc)});
+}
+Pipeline nvfp4(Nvfp4Convention c) {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = nvfp4_scale(amax(blocks(x, 1, 16)), c);
+  return pipeline({output("q", mxjit::cast(e2m1, x / sc)), output("s", sc, layout::blocked_128x4())});
+}
+Pipeline sr_cast() {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  CastOptions o;
+  o.seed = 42;
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc, Round::stochastic, Saturate::finite, o)), output("s", sc)});
+}
+Pipeline blocks2d() {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = e8m0_scale(amax(blocks(x, {0, 1}, {32, 32})), e4m3, ScaleRule::floor);
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("q_t", mxjit::cast(e4m3, x / sc), layout::col_major()),
+                   output("s", sc)});
+}
 Pipeline dequant() {
   Expr d = dequantize("q", "s", e4m3, ScaleFormat::e8m0, rank(2), 1, 32);
   return pipeline({output("y", d, DType::bf16)});
@@ -66,6 +100,18 @@ std::vector<Case> cases(const BenchOptions& o) {
       add("dim0 mxfp4 e2m1 floor", [] { return cast(1, e2m1, ScaleRule::floor, layout::row_major(), layout::linear()); }, s);
       add("dequant mxfp8->bf16", [] { return dequant(); }, s);
     }
+    const std::vector<int64_t> sq = {16384, 16384};
+    for (const char* k : {"swiglu", "vec", "gelu"}) {
+      add(std::string("fused ") + k + "+mxfp8", [k] { return prologue(k, true); }, sq);
+      add(std::string("unfused ") + k + "->bf16", [k] { return prologue(k, false); }, sq);
+    }
+    add("mxfp6 e2m3 dim0", [] { return format_cast(e2m3); }, sq);
+    add("mxfp6 e3m2 dim0", [] { return format_cast(e3m2); }, sq);
+    add("mxint8 dim0", [] { return format_cast(int8); }, sq);
+    add("nvfp4 te dim0 blocked", [] { return nvfp4(Nvfp4Convention::te); }, sq);
+    add("nvfp4 torchao dim0 blocked", [] { return nvfp4(Nvfp4Convention::torchao); }, sq);
+    add("stochastic rounding e4m3", [] { return sr_cast(); }, sq);
+    add("2-D 32x32 blocks, both copies", [] { return blocks2d(); }, sq);
     add("dim0 col-major input", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); },
         {16384, 16384}, Case::Input::col_major);
     add("dim1 col-major input", [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear()); },
@@ -131,12 +177,13 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
     const InputDecl& d = p.inputs()[k];
     std::vector<int64_t> s = shape;
     if (d.kind == InputDecl::scales) s.back() = (s.back() + 31) / 32;
+    if (d.kind == InputDecl::vector) s = {shape[size_t(d.axis)]};
     std::vector<int64_t> strides(s.size(), 1);
     for (int a = int(s.size()) - 2; a >= 0; --a) strides[size_t(a)] = strides[size_t(a) + 1] * s[size_t(a) + 1];
     int64_t span = numel(s);
-    if (in_kind == Case::Input::col_major) {
+    if (in_kind == Case::Input::col_major && s.size() == 2) {
       strides = {1, s[0]};
-    } else if (in_kind == Case::Input::sliced) {
+    } else if (in_kind == Case::Input::sliced && s.size() == 2) {
       strides = {2 * s[1], 1};  // every row of a twice-as-wide tensor, half of each row
       span = 2 * numel(s);
     }

@@ -206,6 +206,29 @@ TEST_CASE("NVFP4: both conventions, dim0 and dim1, blocked scales, tensor amax o
     }
 }
 
+TEST_CASE("user-defined element formats; dequantize of every format into any layout") {
+  MXJIT_REQUIRE_GPU();
+  for (ElemFormat f : {fp_format(3, 4), fp_format(2, 2), fp_format(4, 1), fp_format(1, 2)}) {
+    CHECK(run_case(single_cast(DType::bf16, 2, 1, f, ScaleRule::rceil, layout::row_major(), layout::linear()), {64, 128}, 51, true) == 0);
+    CHECK(run_case(single_cast(DType::bf16, 2, 0, f, ScaleRule::floor, layout::col_major(), layout::blocked_128x4()), {64, 96}, 52, true) == 0);
+  }
+  for (ElemFormat f : kFormats)
+    for (ScaleFormat sf : {ScaleFormat::e8m0, ScaleFormat::f32}) {
+      Expr d = dequantize("q", "s", f, sf, rank(2), 1, 32);
+      Pipeline pd = pipeline({output("y", d, DType::bf16), output("yc", d, DType::f32, layout::col_major()),
+                              output("yh", d, DType::f16)});
+      std::vector<HostTensor> in;
+      in.emplace_back(DType::u8, std::vector<int64_t>{64, f.packed() ? 64 : 128});
+      in.emplace_back(sf == ScaleFormat::f32 ? DType::f32 : DType::u8, std::vector<int64_t>{64, 4});
+      std::mt19937 r(9);
+      const unsigned mask = f.bits() >= 8 ? 0xffu : (f.packed() ? 0xffu : (1u << f.bits()) - 1u);
+      for (auto& byte : in[0].bytes) byte = uint8_t(r() & mask);
+      if (sf == ScaleFormat::f32) fill_random(in[1], 10, false);
+      else for (size_t i = 0; i < in[1].bytes.size(); ++i) in[1].bytes[i] = uint8_t(100 + i % 60);
+      CHECK(check_against_reference(jit(pd), in, "dequant " + f.str(), {64, 128}) == 0);
+    }
+}
+
 TEST_CASE("run record") {
   MXJIT_REQUIRE_GPU();
   GpuInfo info = gpu_info(0);
