@@ -297,15 +297,17 @@ void write_files(const std::string& prefix, const std::vector<BenchRow>& rows, c
 
 }  // namespace
 
-Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repeats) {
+namespace {
+
+// Checks `c`'s kernel on its small shape, then times it: rotating inputs over 3x L2, 3 warm-ups,
+// CUDA events around each launch, the median of `repeats`.
+Timing time_case(const Kernel& k, const Case& c, int repeats) {
   GpuInfo info = gpu_info(0);
-  Case c{"", nullptr, shape, Case::Input::row_major,
-         shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}};
   Timing t;
   t.checked = check_small(k, c);
-  const double in_bytes = double(numel(shape)) * 2.0;
+  const double in_bytes = double(numel(c.shape)) * 2.0;
   const int rotations = int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes)));
-  Bound b = bind_case(k.pipeline(), shape, c.input, std::min(rotations, 64));
+  Bound b = bind_case(k.pipeline(), c.shape, c.input, std::min(rotations, 64));
   for (int i = 0; i < 3; ++i) k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
   std::vector<double> t_ms;
   for (int i = 0; i < repeats; ++i) {
@@ -318,6 +320,14 @@ Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repea
   t.us = median(t_ms) * 1e3;
   t.bytes = b.bytes;
   return t;
+}
+
+}  // namespace
+
+Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repeats) {
+  return time_case(k, Case{"", nullptr, shape, Case::Input::row_major,
+                           shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}},
+                   repeats);
 }
 
 std::vector<BenchRow> run_bench(const BenchOptions& o) {
@@ -335,22 +345,11 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
     BenchRow r;
     r.name = c.name;
     r.shape = fmt::format("{}", fmt::join(c.shape, "x"));
-    r.checked = check_small(k, c);
-    const double in_bytes = double(numel(c.shape)) * 2.0;
-    const int rotations = int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes)));
-    Bound b = bind_case(p, c.shape, c.input, std::min(rotations, 64));
-    for (int i = 0; i < 3; ++i) k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
-    std::vector<double> t_ms;
-    for (int i = 0; i < o.repeats; ++i) {
-      EventTimer ev;
-      ev.record_start();
-      k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
-      ev.record_stop();
-      t_ms.push_back(ev.elapsed_ms());
-    }
-    r.us = median(t_ms) * 1e3;
-    r.bytes = b.bytes;
-    r.gbps = b.bytes / (r.us * 1e-6) / 1e9;
+    Timing tm = time_case(k, c, o.repeats);
+    r.checked = tm.checked;
+    r.us = tm.us;
+    r.bytes = tm.bytes;
+    r.gbps = r.bytes / (r.us * 1e-6) / 1e9;
     r.pct_copy = 100.0 * r.gbps / copy;
     fmt::print("{:<32} {:>18} {:>10.1f} {:>9.1f} {:>7.1f}% {:>6}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
                r.checked ? "ok" : "FAIL");
