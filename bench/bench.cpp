@@ -75,6 +75,11 @@ Pipeline blocks2d() {
   return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("q_t", mxjit::cast(e4m3, x / sc), layout::col_major()),
                    output("s", sc)});
 }
+Pipeline per_group_colwise() {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("s", sc)});
+}
 Pipeline dequant() {
   Expr d = dequantize("q", "s", e4m3, ScaleFormat::e8m0, rank(2), 1, 32);
   return pipeline({output("y", d, DType::bf16)});
@@ -105,6 +110,8 @@ std::vector<Case> cases(const BenchOptions& o) {
       add(std::string("fused ") + k + "+mxfp8", [k] { return prologue(k, true); }, sq);
       add(std::string("unfused ") + k + "->bf16", [k] { return prologue(k, false); }, sq);
     }
+    add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, sq);
+    add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, {16640, 5120});
     add("mxfp6 e2m3 dim0", [] { return format_cast(e2m3); }, sq);
     add("mxfp6 e3m2 dim0", [] { return format_cast(e3m2); }, sq);
     add("mxint8 dim0", [] { return format_cast(int8); }, sq);
@@ -144,6 +151,7 @@ struct Bound {
   std::vector<std::vector<TensorView>> inputs;  // per rotation
   std::vector<TensorView> outputs;
   double bytes = 0;
+  int64_t groups = 0;
 };
 
 // Random, never-zero-everywhere bytes: bf16 normals, or random codes/scales for dequant inputs.
@@ -178,6 +186,25 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
     std::vector<int64_t> s = shape;
     if (d.kind == InputDecl::scales) s.back() = (s.back() + 31) / 32;
     if (d.kind == InputDecl::vector) s = {shape[size_t(d.axis)]};
+    if (d.kind == InputDecl::offsets) {
+      // 16 jagged groups of uneven sizes (one empty) covering the axis: MoE token groups.
+      const int64_t n = shape[size_t(d.axis)];
+      std::vector<int32_t> ends(16);
+      int64_t acc = 0;
+      for (int g = 0; g < 16; ++g) {
+        acc += g == 5 ? 0 : std::max<int64_t>(0, (n / 16) + (g % 3 == 0 ? 17 : -9));
+        ends[size_t(g)] = int32_t(std::min<int64_t>(std::max<int64_t>(acc, 0), n));
+      }
+      ends[15] = int32_t(n);
+      for (int r = 0; r < rotations; ++r) {
+        b.in_bufs.push_back(DeviceBuffer::alloc(16 * 4));
+        b.in_bufs.back().upload(ends.data(), 16 * 4);
+        b.inputs[size_t(r)].push_back(TensorView::contiguous(reinterpret_cast<void*>(b.in_bufs.back().ptr()), DType::i32,
+                                                            {16}, DeviceKind::cuda));
+      }
+      b.groups = 16;
+      continue;
+    }
     std::vector<int64_t> strides(s.size(), 1);
     for (int a = int(s.size()) - 2; a >= 0; --a) strides[size_t(a)] = strides[size_t(a) + 1] * s[size_t(a) + 1];
     int64_t span = numel(s);
@@ -196,7 +223,7 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
     b.bytes += double(numel(s)) * double(dtype_size(d.dtype));
   }
   for (size_t o = 0; o < p.outputs().size(); ++o) {
-    OutputGeometry g = output_geometry(p, int(o), shape);
+    OutputGeometry g = output_geometry(p, int(o), shape, b.groups);
     b.out_bufs.push_back(DeviceBuffer::alloc(size_t(g.storage_bytes)));
     b.outputs.push_back(TensorView::strided(reinterpret_cast<void*>(b.out_bufs.back().ptr()), p.outputs()[o].dtype,
                                             g.view_shape, g.view_strides, DeviceKind::cuda));

@@ -374,6 +374,11 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
   plan.kernel_name = "mxjit_" + hash128(key).hex().substr(0, 16);
   emit_banner(x);
   emit_params(x);
+  if (plan.kind == Plan::Kind::grouped) {
+    x.direct = true;
+    emit_grouped_kernel(x);
+    return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
+  }
   if (plan.kind == Plan::Kind::direct) {
     x.direct = true;
     emit_direct_kernel(x);

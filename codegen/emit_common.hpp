@@ -56,6 +56,8 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n);
 std::string scale_from_amax(const NodePtr& sn, const std::string& indent);
 /// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it.
 std::string tamax_decl(const Ctx& x);
+/// The whole grouped (jagged groups) kernel body.
+void emit_grouped_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);
 /// The software encoder call for quantize node `q` on value `val` (random bits `rnd` for SR).

@@ -38,7 +38,7 @@ Tuning Tuning::parse(const std::string& text) {
 std::string Plan::str() const {
   return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} batch=[{}] "
                      "zero=[{}] name={}",
-                     kind == Kind::direct ? "direct" : "tiled", block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
+                     kind == Kind::direct ? "direct" : (kind == Kind::grouped ? "grouped" : "tiled"), block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
                      fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
 }
 
@@ -58,7 +58,7 @@ Plan Plan::parse(const std::string& text) {
       size_t eq = word.find('=');
       if (eq == std::string::npos) continue;
       std::string k = word.substr(0, eq), v = word.substr(eq + 1);
-      if (k == "kind") p.kind = v == "direct" ? Kind::direct : Kind::tiled;
+      if (k == "kind") p.kind = v == "direct" ? Kind::direct : (v == "grouped" ? Kind::grouped : Kind::tiled);
       else if (k == "block_c") p.block_c = std::stoi(v);
       else if (k == "group") p.group = std::stoi(v);
       else if (k == "unroll") p.unroll = std::stoi(v);
@@ -103,10 +103,29 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     if (o.layout.is_grouped())
       throw UsageError(fmt::format("GPU generator: output '{}': grouped layouts run on the CPU reference only in this "
                                    "version", o.name));
+  for (const NodePtr& sn : values.scales) {
+    if (!block_of(sn).jagged()) continue;
+    // Jagged groups (MoE token groups): one cast, rank 2, elements and/or scales only.
+    if (rank != 2 || values.scales.size() != 1 || values.quantizes.size() > 1 || sn->scale_format == ScaleFormat::e4m3)
+      throw UsageError("GPU generator: jagged groups run on the GPU for one rank-2 E8M0 or FP32 cast; this pipeline "
+                       "runs on the CPU reference");
+    for (const Output& o : p.outputs())
+      if (o.kind != OutputKind::elems && o.kind != OutputKind::scales)
+        throw UsageError(fmt::format("GPU generator: output '{}' beside a jagged cast runs on the CPU reference only",
+                                     o.name));
+    plan.kind = Plan::Kind::grouped;
+    plan.ax_r = block_of(sn).axes[0];
+    plan.ax_c = 1 - plan.ax_r;
+    plan.threads = 256;
+    plan.tile_r = 1;
+    plan.tile_c = 256;
+    plan.smem_bytes = 0;
+    plan.roots = 1;
+    plan.kernel_name = "mxjit_" + p.hash().hex().substr(0, 16);
+    return plan;
+  }
   std::string tensor_amax;
   for (const NodePtr& sn : values.scales) {
-    if (block_of(sn).jagged())
-      throw UsageError("GPU generator: jagged groups (groups(...)) run on the CPU reference only in this version");
     if (sn->scale_format == ScaleFormat::e4m3) {
       // NVFP4: the per-tensor amax comes from a pre-pass kernel (one per pipeline).
       const std::string t = canonical(sn->args[1]);

@@ -55,7 +55,8 @@ struct Plan {
   /// tiled: the shared-memory tile above; direct: no shared memory — each thread owns 8
   /// consecutive elements along ax_c, a block is `group` neighbouring lanes (amax by shuffles),
   /// used when nothing needs transposing (every block and every output runs along ax_c).
-  enum class Kind : uint8_t { tiled, direct };
+  /// grouped: jagged groups along ax_r (one CTA per group and 256 columns; two passes).
+  enum class Kind : uint8_t { tiled, direct, grouped };
   Kind kind = Kind::tiled;
   int block_c = 8;  ///< direct: elements per block along ax_c
   int group = 1;    ///< direct: lanes per block (block_c / 8)

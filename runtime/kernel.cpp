@@ -187,6 +187,14 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   }
   w.push_back(aux);
   void* args[] = {w.data()};
+  if (plan.kind == detail::Plan::Kind::grouped) {
+    // x: 256 columns; y: one CTA row per group, plus one for the rows past the last end.
+    const int64_t gx = (b.shape[size_t(plan.ax_c)] + plan.threads - 1) / plan.threads;
+    if (b.groups + 1 > 65535) throw UsageError(fmt::format("launch: {} groups exceed 65534", b.groups));
+    w[w.size() - 3] = b.groups;  // tiles_r: the number of groups
+    l->kernel.launch({unsigned(gx), unsigned(b.groups + 1), 1}, {unsigned(plan.threads), 1, 1}, 0, stream, args);
+    return;
+  }
   if (plan.kind == detail::Plan::Kind::direct) {
     // x: slots of a row; y, z: groups of `unroll` rows.
     const int64_t gx = (tiles_c + plan.threads - 1) / plan.threads;

@@ -116,8 +116,10 @@ TEST_CASE("generated source: self-contained, banner, stable") {
 TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC error") {
   auto x = input("x", DType::bf16, rank(2));
   auto sg = e8m0_scale(amax(groups(x, 0, offsets("offs"))), e4m3, ScaleRule::rceil);
-  Pipeline pg = pipeline({output("q", cast(e4m3, x / sg)), output("s", sg)});
-  CHECK_THROWS_AS(generate(pg, Target::parse("sm_90a"), default_stride_class(pg)), UsageError);
+  Pipeline pg = pipeline({output("q", cast(e4m3, x / sg)), output("s", sg), output("a", amax(x))});
+  CHECK_THROWS_AS(generate(pg, Target::parse("sm_90a"), default_stride_class(pg)), UsageError);  // amax beside groups
+  Pipeline pj = pipeline({output("q", cast(e4m3, x / sg)), output("s", sg)});
+  CHECK(generate(pj, Target::parse("sm_90a"), default_stride_class(pj)).plan.kind == Plan::Kind::grouped);
   auto sf = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
   CastOptions flush;
   flush.flush_subnormals = true;

@@ -229,6 +229,37 @@ TEST_CASE("user-defined element formats; dequantize of every format into any lay
     }
 }
 
+TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes, any strides") {
+  MXJIT_REQUIRE_GPU();
+  auto x = input("x", DType::bf16, rank(2));
+  auto sf = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
+  Pipeline pf = pipeline({output("q", cast(e4m3, x / sf)), output("s", sf)});
+  auto se = e8m0_scale(amax(groups(x, 0, offsets("offs"))), e4m3, ScaleRule::rceil);
+  Pipeline pe = pipeline({output("q", cast(e4m3, x / se), layout::col_major()), output("s", se)});
+  auto sk = e8m0_scale(amax(groups(x, 1, offsets("offs"))), e2m3, ScaleRule::floor, NanPolicy::satfinite);
+  Pipeline pk = pipeline({output("q", cast(e2m3, x / sk)), output("s", sk)});
+  const std::vector<std::vector<int32_t>> group_ends = {
+      {0, 1, 32, 65, 1065, 1100},  // sizes 0, 1, 31, 33, 1000, 35
+      {1100},                       // one group
+      {300, 300, 300, 700},         // empty groups in the middle; rows 700.. belong to no group
+      {5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 1100}};
+  int cases = 0;
+  for (const Pipeline* p : {&pf, &pe, &pk})
+    for (const auto& ends : group_ends)
+      for (bool colmajor : {false, true}) {
+        const int64_t rows = p == &pk ? 96 : 1100, cols = p == &pk ? 1100 : 96;
+        std::vector<HostTensor> in;
+        in.emplace_back(DType::bf16, std::vector<int64_t>{rows, cols},
+                        colmajor ? std::vector<int64_t>{1, rows} : std::vector<int64_t>{});
+        fill_random(in.back(), uint64_t(cases + 60), cases % 2 == 0);
+        in.emplace_back(DType::i32, std::vector<int64_t>{int64_t(ends.size())});
+        std::memcpy(in.back().bytes.data(), ends.data(), ends.size() * 4);
+        CHECK(check_against_reference(jit(*p), in, "groups", {rows, cols}, int64_t(ends.size())) == 0);
+        ++cases;
+      }
+  MESSAGE("jagged group cases: " << cases);
+}
+
 TEST_CASE("run record") {
   MXJIT_REQUIRE_GPU();
   GpuInfo info = gpu_info(0);
