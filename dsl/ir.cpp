@@ -54,7 +54,7 @@ std::string BlockSpec::str() const {
   return fmt::format("blocks({},{},{}x{})", axes[0], axes[1], sizes[0], sizes[1]);
 }
 
-static const char* rule_name(ScaleRule r) {
+const char* rule_name(ScaleRule r) {
   switch (r) {
     case ScaleRule::floor: return "floor";
     case ScaleRule::rceil: return "rceil";

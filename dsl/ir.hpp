@@ -65,6 +65,9 @@ enum class Op : uint8_t {
   ceil_log2,   ///< ceil(log2(x)) of an FP32 (as FP32)
 };
 
+/// "floor", "rceil", "ceil", "even" or "custom" (the IR text and the short text form).
+const char* rule_name(ScaleRule r);
+
 /// Name of an op as the canonical IR prints it.
 const char* op_name(Op op);
 

@@ -544,17 +544,6 @@ class Parser {
   size_t amax_at_ = kNowhere;
 };
 
-const char* rule_word(ScaleRule r) {
-  switch (r) {
-    case ScaleRule::floor: return "floor";
-    case ScaleRule::rceil: return "rceil";
-    case ScaleRule::ceil: return "ceil";
-    case ScaleRule::even: return "even";
-    case ScaleRule::custom: return "custom";
-  }
-  return "?";
-}
-
 [[noreturn]] void no_text_form(const std::string& why) {
   throw UsageError("this pipeline has no short text form: " + why);
 }
@@ -618,7 +607,7 @@ std::string to_text(const Pipeline& p) {
     text += fmt::format("{} {}", k == 0 ? "" : " ;", recipe->name);
     if (family == Family::nvfp4) text += snode->convention == Nvfp4Convention::te ? " te" : " torchao";
     if (family == Family::mx)
-      text += fmt::format(" {} {}", rule_word(snode->rule),
+      text += fmt::format(" {} {}", rule_name(snode->rule),
                           snode->policy == NanPolicy::nan_block ? "nan_block" : "satfinite");
     text += " " + block_of(qnode).str();
     if (qnode->round == Round::stochastic) text += fmt::format(" sr({},{})", qnode->seed, qnode->offset);
