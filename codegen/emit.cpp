@@ -203,12 +203,9 @@ void emit_elems(Ctx& x, int o) {
   Chunking ch{inner == pl.ax_c, fp4 ? 32 : (inner == pl.ax_c ? 16 : pl.col_w)};
   if (!ch.along_c && pl.tile_r % ch.w != 0) ch.w = 16;
   const int packed_axis = fp4 ? inner : -1;
-  const int nan_code = q->elem.has_nan() ? (1 << (q->elem.bits() - 1)) - 1 : 0;
-  const bool hw_pair = q->round == Round::nearest_even &&
-                       ((x.target.hw_fp8() && (q->elem == e4m3 || q->elem == e5m2)) ||
-                        (x.target.hw_fp4_fp6() && (q->elem == e2m1 || q->elem == e2m3 || q->elem == e3m2)));
-  const char* pair_fn = q->elem == e4m3 ? "mx_cvt_e4m3x2" : q->elem == e5m2 ? "mx_cvt_e5m2x2"
-                        : q->elem == e2m1 ? "mx_cvt_e2m1x2" : q->elem == e2m3 ? "mx_cvt_e2m3x2" : "mx_cvt_e3m2x2";
+  const int nan = nan_code(q->elem);
+  const char* pair_fn = hw_pair_fn(x, q);
+  const bool hw_pair = pair_fn != nullptr;
   x.out += fmt::format("  // Phase 4: output '{}' ({} codes, innermost axis {}).\n", out.name, q->elem.str(), inner);
   emit_chunk_loop_head(x, ch);
   x.out += fmt::format("    mx_u32 code[{}];\n", ch.w);
@@ -238,7 +235,7 @@ void emit_elems(Ctx& x, int o) {
   } else {
     x.out += fmt::format("      mx_u32 k0 = {}, k1 = {};\n", encode_call(x, q, "y0", "rnd0"), encode_call(x, q, "y1", "rnd1"));
   }
-  x.out += fmt::format("      if (flag0) k0 = flag0 == 1u ? 0u : {0}u;\n      if (flag1) k1 = flag1 == 1u ? 0u : {0}u;\n", nan_code);
+  x.out += fmt::format("      if (flag0) k0 = flag0 == 1u ? 0u : {0}u;\n      if (flag1) k1 = flag1 == 1u ? 0u : {0}u;\n", nan);
   x.out += "      code[e] = k0; code[e + 1] = k1;\n    }\n";
   // Pack and store.
   auto [r0e, c0e] = chunk_rc(ch, "0");

@@ -145,6 +145,18 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
   return r;
 }
 
+const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
+  if (q->round != Round::nearest_even) return nullptr;
+  if (x.target.hw_fp8() && q->elem == e4m3) return "mx_cvt_e4m3x2";
+  if (x.target.hw_fp8() && q->elem == e5m2) return "mx_cvt_e5m2x2";
+  if (x.target.hw_fp4_fp6() && q->elem == e2m1) return "mx_cvt_e2m1x2";
+  if (x.target.hw_fp4_fp6() && q->elem == e2m3) return "mx_cvt_e2m3x2";
+  if (x.target.hw_fp4_fp6() && q->elem == e3m2) return "mx_cvt_e3m2x2";
+  return nullptr;
+}
+
+int nan_code(const ElemFormat& f) { return f.has_nan() ? (1 << (f.bits() - 1)) - 1 : 0; }
+
 std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, const std::string& rnd) {
   const bool sr = q->round == Round::stochastic;
   return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");

@@ -60,6 +60,11 @@ std::string tamax_decl(const Ctx& x);
 void emit_grouped_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);
+/// The hardware pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target, or
+/// nullptr where the software encoder runs (other formats, stochastic rounding, older archs).
+const char* hw_pair_fn(const Ctx& x, const NodePtr& q);
+/// The code a NaN block's elements get: the format's NaN (S=0, all ones) or 0 without one.
+int nan_code(const ElemFormat& f);
 /// The software encoder call for quantize node `q` on value `val` (random bits `rnd` for SR).
 std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd);
 

@@ -103,12 +103,9 @@ void emit_elems_store(Ctx& x, int o) {
   const int si = x.v.quantize_scale[size_t(qi)];
   const int root = x.v.scale_root[size_t(si)];
   const bool fp4 = q->elem.packed();
-  const int nan_code = q->elem.has_nan() ? (1 << (q->elem.bits() - 1)) - 1 : 0;
-  const bool hw_pair = q->round == Round::nearest_even &&
-                       ((x.target.hw_fp8() && (q->elem == e4m3 || q->elem == e5m2)) ||
-                        (x.target.hw_fp4_fp6() && (q->elem == e2m1 || q->elem == e2m3 || q->elem == e3m2)));
-  const char* pair_fn = q->elem == e4m3 ? "mx_cvt_e4m3x2" : q->elem == e5m2 ? "mx_cvt_e5m2x2"
-                        : q->elem == e2m1 ? "mx_cvt_e2m1x2" : q->elem == e2m3 ? "mx_cvt_e2m3x2" : "mx_cvt_e3m2x2";
+  const int nan = nan_code(q->elem);
+  const char* pair_fn = hw_pair_fn(x, q);
+  const bool hw_pair = pair_fn != nullptr;
   x.out += fmt::format("    {{  // output '{}' ({})\n      mx_u32 code[8];\n", x.p.outputs()[size_t(o)].name, q->elem.str());
   x.out += "#pragma unroll\n      for (int e = 0; e < 8; e += 2) {\n";
   for (int h = 0; h < 2; ++h) {
@@ -131,7 +128,7 @@ void emit_elems_store(Ctx& x, int o) {
   } else {
     x.out += fmt::format("        mx_u32 k0 = {}, k1 = {};\n", encode_call(x, q, "y0", "rnd0"), encode_call(x, q, "y1", "rnd1"));
   }
-  x.out += fmt::format("        if (flag{0}) {{ k0 = flag{0} == 1u ? 0u : {1}u; k1 = k0; }}\n", si, nan_code);
+  x.out += fmt::format("        if (flag{0}) {{ k0 = flag{0} == 1u ? 0u : {1}u; k1 = k0; }}\n", si, nan);
   x.out += "        code[e] = k0; code[e + 1] = k1;\n      }\n";
   std::string off = fmt::format("{} * P.out_stride[{}][{}]", fp4 ? "(cc >> 1)" : "cc", o, pl.ax_c);
   for (int a : row_axes(pl)) off += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);

@@ -58,7 +58,6 @@ void emit_grouped_kernel(Ctx& x) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;
     const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
-    const int nan_code = q->elem.has_nan() ? (1 << (q->elem.bits() - 1)) - 1 : 0;
     x.out += fmt::format("  for (mx_i64 ix{0} = row_s; ix{0} < row_e; ++ix{0}) {{\n", ar);
     x.out += eval;
     x.out += fmt::format("    float y = {};\n", v);
@@ -70,10 +69,11 @@ void emit_grouped_kernel(Ctx& x) {
       x.out += fmt::format("    const mx_u32 rnd = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", lin, q->offset, q->seed);
       rnd = "rnd";
     }
-    const bool hw = q->round == Round::nearest_even && x.target.hw_fp8() && (q->elem == e4m3 || q->elem == e5m2);
-    if (hw) x.out += fmt::format("    mx_u32 k = {}(y, 0.0f) & 0xffu;\n", q->elem == e4m3 ? "mx_cvt_e4m3x2" : "mx_cvt_e5m2x2");
+    // One value at a time: a hardware pair conversion with a zero partner (FP8 only, byte-sized).
+    const char* pair = hw_pair_fn(x, q);
+    if (pair && (q->elem == e4m3 || q->elem == e5m2)) x.out += fmt::format("    mx_u32 k = {}(y, 0.0f) & 0xffu;\n", pair);
     else x.out += fmt::format("    mx_u32 k = {};\n", encode_call(x, q, "y", rnd));
-    x.out += fmt::format("    if (flag) k = flag == 1u ? 0u : {}u;\n", nan_code);
+    x.out += fmt::format("    if (flag) k = flag == 1u ? 0u : {}u;\n", nan_code(q->elem));
     x.out += fmt::format("    static_cast<mx_u8*>(P.out[{}])[ix{} * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = mx_u8(k);\n  }}\n",
                          o, ar, o, ar, o, ac);
   }
