@@ -376,6 +376,10 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
     emit_grouped_kernel(x);
     return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
   }
+  if (plan.kind == Plan::Kind::columns) {
+    emit_columns_kernel(x);
+    return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
+  }
   if (plan.kind == Plan::Kind::direct) {
     x.direct = true;
     emit_direct_kernel(x);

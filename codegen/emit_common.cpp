@@ -8,6 +8,13 @@
 
 namespace mxjit::detail {
 
+bool register_leaves(const NodePtr& n) {
+  if (n->op == Op::vec_input || n->op == Op::dequant) return false;
+  for (const NodePtr& a : n->args)
+    if (!register_leaves(a)) return false;
+  return true;
+}
+
 const char* load_fn(DType t) {
   switch (t) {
     case DType::bf16: return "mx_ld_bf16";
@@ -160,6 +167,82 @@ int nan_code(const ElemFormat& f) { return f.has_nan() ? (1 << (f.bits() - 1)) -
 std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, const std::string& rnd) {
   const bool sr = q->round == Round::stochastic;
   return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");
+}
+
+// Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
+// times scale s's multiplier, the NVFP4 torchao clamp.
+std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
+                   const std::string& ind) {
+  const NodePtr& sn = x.v.scales[size_t(s)];
+  std::string r = fmt::format("{}float {} = {};\n", ind, out, in);
+  if (q->flush_subnormals)
+    r += fmt::format("{0}if ((mx_bits({1}) & 0x7fffffffu) < 0x00800000u) {1} = mx_float(mx_bits({1}) & 0x80000000u);\n", ind, out);
+  r += fmt::format("{}{} *= mult{};\n", ind, out, s);
+  if (sn->scale_format == ScaleFormat::e4m3 && sn->convention == Nvfp4Convention::torchao)
+    r += fmt::format("{0}{1} = mx_fmin_nan(mx_fmax_nan({1}, -6.0f), 6.0f);\n", ind, out);
+  return r;
+}
+
+void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
+                       const std::function<std::string(int)>& lin, const std::string& ind) {
+  const bool fp4 = q->elem.packed();
+  const int bits = fp4 ? 4 : 8, words = n * bits / 32, per_word = 32 / bits;
+  const char* pair_fn = hw_pair_fn(x, q);
+  if (pair_fn) {
+    x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
+    x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ") + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
+    for (int e = 0; e < n; e += 2) x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
+  } else {
+    // Software encoder: codes pair by pair with the block flag applied per element, then packed.
+    // (This exact shape is the one measured bit-exact on sm_90; a variant that packed the
+    // encoder's results directly into words miscompared on the H200 and is not used.)
+    x.out += fmt::format("{0}mx_u32 code[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; e += 2) {{\n", ind, n);
+    for (int h = 0; h < 2; ++h) {
+      x.out += scaled(x, q, s, fmt::format("{}[e + {}]", src, h), fmt::format("y{}", h), ind + "  ");
+      if (q->round == Round::stochastic)
+        x.out += fmt::format("{}  const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", ind, h, lin(h), q->offset, q->seed);
+    }
+    x.out += fmt::format("{}  mx_u32 k0 = {}, k1 = {};\n", ind, encode_call(x, q, "y0", "rnd0"), encode_call(x, q, "y1", "rnd1"));
+    x.out += fmt::format("{0}  if (flag{1}) {{ k0 = flag{1} == 1u ? 0u : {2}u; k1 = k0; }}\n", ind, s, nan_code(q->elem));
+    x.out += fmt::format("{0}  code[e] = k0; code[e + 1] = k1;\n{0}}}\n", ind);
+    x.out += fmt::format("{}mx_u32 wd[{}];\n", ind, words);
+    for (int w = 0; w < words; ++w) {
+      std::string v;
+      for (int j = 0; j < per_word; ++j)
+        v += fmt::format("{}((code[{}] & {}u) << {})", j ? " | " : "", w * per_word + j, (1 << bits) - 1, j * bits);
+      x.out += fmt::format("{}wd[{}] = {};\n", ind, w, v);
+    }
+    return;
+  }
+  x.out += fmt::format("{}mx_u32 wd[{}];\n", ind, words);
+  for (int w = 0; w < words; ++w) {
+    std::string v;
+    for (int e = w * per_word; e < (w + 1) * per_word; e += 2)
+      v += fmt::format("{}(pr{} << {})", v.empty() ? "" : " | ", e / 2, (e % per_word) * bits);
+    x.out += fmt::format("{}wd[{}] = {};\n", ind, w, v);
+  }
+  const unsigned fill = unsigned(nan_code(q->elem)) * (fp4 ? 0x11111111u : 0x01010101u);
+  x.out += fmt::format("{0}if (flag{1}) {{\n{0}  const mx_u32 f_ = flag{1} == 1u ? 0u : {2}u;\n", ind, s, fill);
+  for (int w = 0; w < words; ++w) x.out += fmt::format("{}  wd[{}] = f_;\n", ind, w);
+  x.out += ind + "}\n";
+}
+
+void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
+                      const std::string& ind) {
+  const bool fp4 = q->elem.packed();
+  const int bytes = fp4 ? n / 2 : n;
+  if (bytes == 16)
+    x.out += fmt::format("{}if ({} && mx_aligned16(ob)) mx_st16(ob, mx_v16{{wd[0], wd[1], wd[2], wd[3]}});\n", ind, full);
+  else if (bytes == 8)
+    x.out += fmt::format("{}if ({} && (reinterpret_cast<mx_u64>(ob) & 7u) == 0) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);\n", ind, full);
+  else
+    x.out += fmt::format("{}if ({} && (reinterpret_cast<mx_u64>(ob) & 3u) == 0) *reinterpret_cast<mx_u32*>(ob) = wd[0];\n", ind, full);
+  if (fp4)
+    x.out += fmt::format("{}else {{\n#pragma unroll\n{}  for (int e = 0; e < {}; e += 2) if ({}) ob[e >> 1] = mx_u8(wd[e >> 3] >> (4 * (e & 7)));\n{}}}\n",
+                         ind, ind, n, in_e, ind);
+  else
+    x.out += fmt::format("{}else {{\n#pragma unroll\n{}  for (int e = 0; e < {}; ++e) if ({}) ob[e] = mx_u8(wd[e >> 2] >> (8 * (e & 3)));\n{}}}\n",
+                         ind, ind, n, in_e, ind);
 }
 
 }  // namespace mxjit::detail

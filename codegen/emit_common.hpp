@@ -3,6 +3,7 @@
 /// banner and parameter block, leaf loads, scale computation and element encoding calls.
 #include <fmt/format.h>
 
+#include <functional>
 #include <string>
 
 #include "codegen/emit.hpp"
@@ -42,6 +43,9 @@ struct Ctx {
 };
 
 
+/// True when every leaf of `n` is a full-rank input or a constant: the value can then be computed
+/// for out-of-range elements (from zero-filled registers) and masked afterwards, with no loads.
+bool register_leaves(const NodePtr& n);
 /// The scalar load function for a stored type ("mx_ld_bf16", ...).
 const char* load_fn(DType t);
 /// Template arguments of mx_encode_sw / mx_decode_sw for a format.
@@ -58,6 +62,8 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& indent);
 std::string tamax_decl(const Ctx& x);
 /// The whole grouped (jagged groups) kernel body.
 void emit_grouped_kernel(Ctx& x);
+/// The whole columns kernel body (dim1 / per-expert / fused casts of a 2-byte input, registers only).
+void emit_columns_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);
 /// The hardware pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target, or
@@ -65,6 +71,17 @@ void emit_direct_kernel(Ctx& x);
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q);
 /// The code a NaN block's elements get: the format's NaN (S=0, all ones) or 0 without one.
 int nan_code(const ElemFormat& f);
+/// The codes of src[0..n) (values; scaled here by scale s's multiplier with q's flush and the
+/// NVFP4 torchao clamp) packed into `mx_u32 wd[]` (bytes, or nibbles for FP4, lowest element in
+/// the lowest bits) with scale s's block flag applied to whole words (zero block: 0; NaN block:
+/// the NaN code everywhere). `lin(0)` is the C expression of element e's row-major linear index
+/// (the Philox counter; only used for stochastic rounding).
+void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
+                       const std::function<std::string(int)>& lin, const std::string& ind);
+/// Stores wd[] (from emit_packed_codes, n codes) at byte pointer `ob`: one vector store when
+/// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds.
+void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
+                      const std::string& ind);
 /// The software encoder call for quantize node `q` on value `val` (random bits `rnd` for SR).
 std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd);
 

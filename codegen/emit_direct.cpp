@@ -35,7 +35,7 @@ void emit_chunk_loads(Ctx& x, int k) {
   x.out += fmt::format("    {{\n      const mx_i64 base = {};\n", base);
   std::string col = unit ? "c" : fmt::format("c * P.in_stride[{}][{}]", k, pl.ax_c);
   std::string scalar = fmt::format(
-      "        for (int e = 0; e < 8; ++e) {{ const mx_i64 c = cc_[u] + e; x{0}_[u][e] = (ok[u] && c < n_c) ? {1}(P.in[{0}], base + {2}) : 0.0f; }}\n",
+      "        for (int e = 0; e < 8; ++e) {{ const int c = cc_[u] + e; x{0}_[u][e] = (ok[u] && c < n_c) ? {1}(P.in[{0}], base + {2}) : 0.0f; }}\n",
       k, load_fn(in.dtype), col);
   if (vec) {
     x.out += "      if (ok[u] && cc_[u] + 8 <= n_c) {\n";
@@ -51,21 +51,12 @@ void emit_chunk_loads(Ctx& x, int k) {
   x.out += "    }\n";
 }
 
-std::string scale_offset(const Ctx& x, int o, const std::string& R, const std::string& C) {
+// Offset of a linear (or permuted) scale at block column C of this thread's row.
+std::string scale_offset(const Ctx& x, int o, const std::string& C) {
   const Plan& pl = x.plan;
-  const Output& out = x.p.outputs()[size_t(o)];
-  if (!out.layout.is_blocked()) {
-    std::string s = fmt::format("{} * P.out_stride[{}][{}]", C, o, pl.ax_c);
-    for (int a : row_axes(pl)) s += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
-    return s;
-  }
-  auto [ra, ca] = blocked_axes(block_of(x.v.scales[size_t(x.v.output_index[size_t(o)])]), pl.rank);
-  (void)ca;
-  std::string b = "0";
-  for (int a : row_axes(pl))
-    if (a != ra) b = fmt::format("({}) * P.shape[{}] + ix{}", b, a, a);
-  return fmt::format("mx_blocked_offset<{}, {}>({}, {}, {}, Rp{}, Cp{})", out.layout.atom_rows(), out.layout.atom_cols(),
-                     b, R, C, o, o);
+  std::string s = fmt::format("{} * P.out_stride[{}][{}]", C, o, pl.ax_c);
+  for (int a : row_axes(pl)) s += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
+  return s;
 }
 
 void emit_scale_store(Ctx& x, int o, int s) {
@@ -76,24 +67,25 @@ void emit_scale_store(Ctx& x, int o, int s) {
   std::string val = f32 ? fmt::format("(sval{0} != sval{0} ? mx_float(0x7fc00000u) : sval{0})", s) : fmt::format("mx_u8(byte{})", s);
   x.out += fmt::format("      if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.group);
   x.out += fmt::format("        {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
-  x.out += fmt::format("        const mx_i64 C = cc / {};\n", pl.block_c);
+  x.out += fmt::format("        const int C = cc / {};\n", pl.block_c);
   if (!out.layout.is_blocked()) {
-    x.out += fmt::format("        sp[{}] = {};\n      }}\n", scale_offset(x, o, "", "C"), val);
+    x.out += fmt::format("        sp[{}] = {};\n      }}\n", scale_offset(x, o, "C"), val);
     return;
   }
   // Blocked: this lane also zeroes the padding that follows its scale in the padded layout.
   auto [ra, ca] = blocked_axes(block_of(x.v.scales[size_t(s)]), pl.rank);
   (void)ca;
   const int ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
-  x.out += fmt::format("        const mx_i64 R = ix{};\n", ra);
-  x.out += fmt::format("        const mx_i64 Rp{0} = ((P.shape[{1}] + {2} - 1) / {2}) * {2}, Cp{0} = ((nblk + {3} - 1) / {3}) * {3};\n",
-                       o, ra, ar, ac);
-  x.out += fmt::format("        sp[{}] = {};\n", scale_offset(x, o, "R", "C"), val);
-  x.out += fmt::format("        if (C == nblk - 1) for (mx_i64 c2 = nblk; c2 < Cp{}; ++c2) sp[{}] = 0;\n", o, scale_offset(x, o, "R", "c2"));
-  x.out += fmt::format("        if (R == P.shape[{}] - 1) for (mx_i64 r2 = R + 1; r2 < Rp{}; ++r2) {{\n", ra, o);
-  x.out += fmt::format("          sp[{}] = 0;\n", scale_offset(x, o, "r2", "C"));
-  x.out += fmt::format("          if (C == nblk - 1) for (mx_i64 c2 = nblk; c2 < Cp{}; ++c2) sp[{}] = 0;\n        }}\n      }}\n", o,
-                       scale_offset(x, o, "r2", "c2"));
+  std::string bexpr = "0";
+  for (int a : row_axes(pl))
+    if (a != ra) bexpr = fmt::format("({}) * P.shape[{}] + ix{}", bexpr, a, a);
+  // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
+  x.out += fmt::format("        const unsigned R = unsigned(ix{}), nR = unsigned(P.shape[{}]), Cp = (unsigned(nblk) + {} - 1) / {} * {};\n",
+                       ra, ra, ac, ac, ac);
+  const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, ar, ar, ar);
+  x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R, unsigned(C), Cp)] = {};\n", base, ar, ac, val);
+  x.out += fmt::format("        if (R == nR - 1 || C == nblk - 1) mx_blocked_pad<{}, {}>(sp, {}, R, C, nR, nblk);\n      }}\n", ar, ac,
+                       bexpr);
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -103,47 +95,19 @@ void emit_elems_store(Ctx& x, int o) {
   const int si = x.v.quantize_scale[size_t(qi)];
   const int root = x.v.scale_root[size_t(si)];
   const bool fp4 = q->elem.packed();
-  const int nan = nan_code(q->elem);
-  const char* pair_fn = hw_pair_fn(x, q);
-  const bool hw_pair = pair_fn != nullptr;
-  x.out += fmt::format("    {{  // output '{}' ({})\n      mx_u32 code[8];\n", x.p.outputs()[size_t(o)].name, q->elem.str());
-  x.out += "#pragma unroll\n      for (int e = 0; e < 8; e += 2) {\n";
-  for (int h = 0; h < 2; ++h) {
-    x.out += fmt::format("        float x{0} = v{1}[e + {0}];\n", h, root);
-    if (q->flush_subnormals)
-      x.out += fmt::format("        if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
-    x.out += fmt::format("        {2}float y{0} = x{0} * mult{1};\n", h, si, "");
-    if (x.v.scales[size_t(si)]->scale_format == ScaleFormat::e4m3 && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
-      x.out += fmt::format("        y{0} = mx_fmin_nan(mx_fmax_nan(y{0}, -6.0f), 6.0f);\n", h);
-    if (q->round == Round::stochastic) {
-      std::string lin = "0";
-      for (int a = 0; a < pl.rank; ++a)
-        lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, a == pl.ax_c ? fmt::format("(cc + e + {})", h) : fmt::format("ix{}", a));
-      x.out += fmt::format("        const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", h, lin, q->offset, q->seed);
-    }
-  }
-  if (hw_pair) {
-    x.out += fmt::format("        const mx_u32 pr = {}(y0, y1);\n", pair_fn);
-    x.out += fp4 ? "        mx_u32 k0 = pr & 15u, k1 = pr >> 4;\n" : "        mx_u32 k0 = pr & 0xffu, k1 = pr >> 8;\n";
-  } else {
-    x.out += fmt::format("        mx_u32 k0 = {}, k1 = {};\n", encode_call(x, q, "y0", "rnd0"), encode_call(x, q, "y1", "rnd1"));
-  }
-  x.out += fmt::format("        if (flag{0}) {{ k0 = flag{0} == 1u ? 0u : {1}u; k1 = k0; }}\n", si, nan);
-  x.out += "        code[e] = k0; code[e + 1] = k1;\n      }\n";
+  x.out += fmt::format("    {{  // output '{}' ({})\n", x.p.outputs()[size_t(o)].name, q->elem.str());
+  emit_packed_codes(x, q, si, fmt::format("v{}", root), 8, [&](int h) {
+    std::string lin = "0";
+    for (int a = 0; a < pl.rank; ++a)
+      lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, a == pl.ax_c ? fmt::format("(cc + e + {})", h) : fmt::format("ix{}", a));
+    return lin;
+  }, "      ");
   std::string off = fmt::format("{} * P.out_stride[{}][{}]", fp4 ? "(cc >> 1)" : "cc", o, pl.ax_c);
   for (int a : row_axes(pl)) off += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
   x.out += fmt::format("      mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", o, off);
-  if (fp4) {
-    x.out += "      const mx_u32 w = code[0] | (code[1] << 4) | (code[2] << 8) | (code[3] << 12) | (code[4] << 16) | (code[5] << 20) | (code[6] << 24) | (code[7] << 28);\n";
-    x.out += "      if (full && (reinterpret_cast<mx_u64>(ob) & 3u) == 0) *reinterpret_cast<mx_u32*>(ob) = w;\n";
-    x.out += "      else if (ok[u]) for (int e = 0; e < 8; e += 2) if (cc + e < n_c) ob[e >> 1] = mx_u8((w >> (4 * e)) & 0xffu);\n";
-  } else {
-    x.out += "      const mx_u32 w0 = (code[0] & 0xffu) | ((code[1] & 0xffu) << 8) | ((code[2] & 0xffu) << 16) | (code[3] << 24);\n";
-    x.out += "      const mx_u32 w1 = (code[4] & 0xffu) | ((code[5] & 0xffu) << 8) | ((code[6] & 0xffu) << 16) | (code[7] << 24);\n";
-    x.out += "      if (full && (reinterpret_cast<mx_u64>(ob) & 7u) == 0) *reinterpret_cast<uint2*>(ob) = make_uint2(w0, w1);\n";
-    x.out += "      else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = mx_u8(code[e]);\n";
-  }
-  x.out += "    }\n";
+  x.out += "      if (ok[u]) {\n";
+  emit_store_codes(x, q, 8, "full", "cc + e < n_c", "        ");
+  x.out += "      }\n    }\n";
 }
 
 void emit_values_store(Ctx& x, int o) {
@@ -176,17 +140,18 @@ void emit_direct_kernel(Ctx& x) {
   const int U = pl.unroll, G = pl.group, B = pl.block_c;
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks, pl.kernel_name);
   x.out += tamax_decl(x);
-  x.out += fmt::format("  const mx_i64 n_c = P.shape[{}];\n  const mx_i64 nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
-  x.out += fmt::format("  const mx_i64 slots = nblk * {};  // chunk slots per row: {} lanes per block\n", G, G);
+  // Column indices are 32-bit: the launcher checks every extent < 2^31.
+  x.out += fmt::format("  const int n_c = int(P.shape[{}]);\n  const int nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
+  x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
   x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";
-  x.out += fmt::format("  bool ok[{0}];\n  mx_i64 cc_[{0}];\n", U);
+  x.out += fmt::format("  bool ok[{0}];\n  int cc_[{0}];\n", U);
   for (int a : row_axes(pl)) x.out += fmt::format("  mx_i64 ix{}_[{}];\n", a, U);
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor) x.out += fmt::format("  float x{}_[{}][8];\n", k, U);
   x.out += "  // Phase 1: all loads first, so that several are in flight per thread.\n";
   x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
   x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";
-  x.out += fmt::format("  const mx_i64 cc0 = mx_i64(slot / {}u) * {} + (slot % {}u) * 8;\n", G, B, G);
+  x.out += fmt::format("  const int cc0 = int(slot / {}u) * {} + int(slot % {}u) * 8;\n", G, B, G);
   x.out += fmt::format("  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * {};\n", U);
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const mx_i64 row = row0 + u;\n    ok[u] = row < rows && slot < slots;\n    cc_[u] = cc0;\n";
@@ -207,25 +172,32 @@ void emit_direct_kernel(Ctx& x) {
   if (any_amax) x.out += fmt::format("  mx_u32 tamax[{}] = {{}};\n", x.v.roots.size());
   x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
-  x.out += "    const mx_i64 cc = cc_[u];\n";
+  x.out += "    const int cc = cc_[u];\n";
   for (int a : ra) x.out += fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a);
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor)
       x.out += fmt::format("    float x{0}[8];\n    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
   for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
   x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
-  x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const mx_i64 c = cc + e;\n";
-  x.out += "      const bool in = full || (ok[u] && c < n_c);\n";
-  x.out += "      if (!in) {\n";
-  for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("        v{}[e] = 0.0f;\n", r);
-  x.out += "        continue;\n      }\n";
+  bool pure = true;
+  for (const NodePtr& r : x.v.roots) pure = pure && register_leaves(r);
   std::string body;
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
   for (size_t r = 0; r < x.v.roots.size(); ++r) {
     std::string var = em.emit(x.v.roots[r], body, "      ");
     body += fmt::format("      v{}[e] = {};\n", r, var);
   }
-  x.out += body + "    }\n";
+  std::string zero;
+  for (size_t r = 0; r < x.v.roots.size(); ++r) zero += fmt::format("v{}[e] = 0.0f; ", r);
+  if (pure) {
+    // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
+    // the full-chunk path has no per-element branches.
+    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n      (void)c;\n" + body + "    }\n";
+    x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
+  } else {
+    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
+    x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
+  }
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const int root = x.v.scale_root[s];
     x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n      mx_u32 m = 0u;\n", s);

@@ -35,10 +35,21 @@ Tuning Tuning::parse(const std::string& text) {
   return t;
 }
 
+namespace {
+const char* kind_name(Plan::Kind k) {
+  switch (k) {
+    case Plan::Kind::direct: return "direct";
+    case Plan::Kind::grouped: return "grouped";
+    case Plan::Kind::columns: return "columns";
+    default: return "tiled";
+  }
+}
+}  // namespace
+
 std::string Plan::str() const {
   return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} batch=[{}] "
                      "zero=[{}] name={}",
-                     kind == Kind::direct ? "direct" : (kind == Kind::grouped ? "grouped" : "tiled"), block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
+                     kind_name(kind), block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
                      fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
 }
 
@@ -58,7 +69,7 @@ Plan Plan::parse(const std::string& text) {
       size_t eq = word.find('=');
       if (eq == std::string::npos) continue;
       std::string k = word.substr(0, eq), v = word.substr(eq + 1);
-      if (k == "kind") p.kind = v == "direct" ? Kind::direct : (v == "grouped" ? Kind::grouped : Kind::tiled);
+      if (k == "kind") p.kind = v == "direct" ? Kind::direct : v == "grouped" ? Kind::grouped : v == "columns" ? Kind::columns : Kind::tiled;
       else if (k == "block_c") p.block_c = std::stoi(v);
       else if (k == "group") p.group = std::stoi(v);
       else if (k == "unroll") p.unroll = std::stoi(v);
@@ -84,6 +95,43 @@ Plan Plan::parse(const std::string& text) {
 }
 
 namespace {
+
+// The columns kernel (emit_columns.cpp) applies: one 2-byte tensor input read with 16-byte loads
+// along ax_c, 1-D E8M0/FP32 blocks of 16..128 along ax_r (at least one) or of 32 along ax_c,
+// only codes and scales as outputs, codes stored along their block axis.
+bool columns_apply(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
+  if (plan.ax_r < 0) return false;
+  int tensors = 0;
+  for (size_t k = 0; k < p.inputs().size(); ++k) {
+    const InputDecl& in = p.inputs()[k];
+    if (in.kind == InputDecl::vector) continue;
+    if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16)) return false;
+    if (k >= sc.unit_axis.size() || sc.unit_axis[k] != plan.ax_c || !sc.aligned[k]) return false;
+    ++tensors;
+  }
+  if (tensors != 1) return false;
+  bool along_r = false;
+  for (const NodePtr& s : v.scales) {
+    const BlockSpec& b = block_of(s);
+    if (s->scale_format == ScaleFormat::e4m3 || b.axes.size() != 1 || b.jagged()) return false;
+    if (b.axes[0] == plan.ax_r) {
+      if (b.sizes[0] != 16 && b.sizes[0] != 32 && b.sizes[0] != 64 && b.sizes[0] != 128) return false;
+      along_r = true;
+    } else if (b.axes[0] != plan.ax_c || b.sizes[0] != 32) {
+      return false;
+    }
+  }
+  for (const Output& o : p.outputs()) {
+    if (o.kind == OutputKind::scales) {
+      if (o.layout.is_grouped()) return false;
+    } else if (o.kind == OutputKind::elems) {
+      if (o.layout.order(p.rank()).back() != block_of(o.node).axes[0]) return false;
+    } else {
+      return false;
+    }
+  }
+  return along_r;
+}
 
 int first_tensor_input(const Pipeline& p) {
   for (size_t i = 0; i < p.inputs().size(); ++i)
@@ -235,6 +283,25 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.roots = int(values.roots.size());
     plan.tile_r = 1;
     plan.tile_c = 8;
+  }
+  if (!direct && !tuning.tile_r && !tuning.tile_c && !tuning.force_tiled && columns_apply(p, values, plan, sc)) {
+    plan.kind = Plan::Kind::columns;
+    // col_w: rows per thread, 16 (8 lanes x 16 rows x 8 columns per warp row; needed when a block
+    // runs along ax_c: its 32 columns are 4 lanes) or 8 (16 lanes x 8 rows: half the registers).
+    bool along_c = false;
+    for (const NodePtr& sn : values.scales) along_c = along_c || block_of(sn).axes[0] == plan.ax_c;
+    plan.col_w = tuning.col_w ? tuning.col_w : 16;
+    if (plan.col_w != 8 && plan.col_w != 16) throw UsageError(fmt::format("tuning: col_w {} must be 8 or 16", plan.col_w));
+    if (along_c) plan.col_w = 16;
+    for (const NodePtr& sn : values.scales)
+      if (block_of(sn).axes[0] == plan.ax_r && block_of(sn).sizes[0] < plan.col_w) plan.col_w = int(block_of(sn).sizes[0]);
+    plan.tile_r = 128;
+    plan.tile_c = 8 * (32 / (128 / plan.col_w)) * 8;  // 8 warps side by side
+    plan.threads = 256;
+    // 2 CTAs per SM (<= 128 registers): fewer registers spill the 64-register tile (H200 sweep).
+    plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : 2;
+    plan.smem_bytes = 0;
+    plan.row_stride = 0;
   }
   plan.kernel_name = "mxjit_" + p.hash().hex().substr(0, 16);
   return plan;

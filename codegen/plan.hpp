@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-2";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-3";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -56,7 +56,10 @@ struct Plan {
   /// consecutive elements along ax_c, a block is `group` neighbouring lanes (amax by shuffles),
   /// used when nothing needs transposing (every block and every output runs along ax_c).
   /// grouped: jagged groups along ax_r (one CTA per group and 256 columns; two passes).
-  enum class Kind : uint8_t { tiled, direct, grouped };
+  /// columns: no shared memory — each thread holds 16 rows x 8 columns of a 2-byte input, used
+  /// for casts with blocks along ax_r (dim1, per-expert, dim0+dim1) whose codes run along their
+  /// block axis (see emit_columns.cpp).
+  enum class Kind : uint8_t { tiled, direct, grouped, columns };
   Kind kind = Kind::tiled;
   int block_c = 8;  ///< direct: elements per block along ax_c
   int group = 1;    ///< direct: lanes per block (block_c / 8)

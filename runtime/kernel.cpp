@@ -140,6 +140,11 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, 4,
                                   reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
   if (b.empty) return;
+  for (size_t o = 0; o < b.outputs.size(); ++o)
+    if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
+      throw UsageError(fmt::format("launch: output '{}': a blocked scale tensor of {} bytes; the kernels address "
+                                   "blocked scales with 32-bit offsets (< 4 GiB)", p.outputs()[o].name,
+                                   b.outputs[o].storage_bytes));
   const int rank = p.rank();
   int64_t tiles_c, tiles_r, grid;
   if (plan.kind == detail::Plan::Kind::direct) {

@@ -32,8 +32,16 @@ void store_tuning(const Pipeline& p, const Target& t, const StrideClass& sc, con
 
 std::vector<Tuning> tuning_candidates(const Pipeline& p, const Target& t, const StrideClass& sc) {
   std::vector<Tuning> out{Tuning{}};
-  const bool direct = make_plan(p, t, sc).kind == Plan::Kind::direct;
-  if (direct) {
+  const Plan::Kind kind = make_plan(p, t, sc).kind;
+  if (kind == Plan::Kind::columns)
+    for (int rows : {8, 16})
+      for (int mb : {1, 2, 3, 4}) {
+        Tuning x;
+        x.min_blocks = mb;
+        x.col_w = rows;
+        out.push_back(x);
+      }
+  if (kind == Plan::Kind::direct) {
     for (int u : {1, 2, 4})
       for (int mb : {4, 6, 8}) {
         Tuning x;

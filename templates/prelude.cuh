@@ -67,8 +67,23 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
 // Offset of scale (r, c) of batch b in a blocked layout of AR x AC atoms (DESIGN §5):
 //   ((r/AR)*(Cp/AC) + c/AC)*AR*AC + (r%L)*(AC*AR/L) + ((r%AR)/L)*AC + c%AC + b*Rp*Cp, L = min(AR, 32)
 template <int AR, int AC>
+MX_D unsigned mx_blocked_offset32(unsigned r, unsigned c, unsigned cp) {
+  constexpr unsigned L = AR >= 32 ? 32 : AR;
+  return ((r / AR) * (cp / AC) + c / AC) * (AR * AC) + (r % L) * (AC * (AR / L)) + ((r % AR) / L) * AC + c % AC;
+}
+// The same with the batch term. In-batch offsets are 32-bit: the launcher refuses blocked scale
+// tensors of 4 GiB or more.
+template <int AR, int AC>
 MX_D mx_i64 mx_blocked_offset(mx_i64 b, mx_i64 r, mx_i64 c, mx_i64 rp, mx_i64 cp) {
-  constexpr int L = AR >= 32 ? 32 : AR;
-  return b * rp * cp + ((r / AR) * (cp / AC) + c / AC) * (AR * AC) + (r % L) * (AC * (AR / L)) +
-         ((r % AR) / L) * AC + c % AC;
+  return b * rp * cp + mx_i64(mx_blocked_offset32<AR, AC>(unsigned(r), unsigned(c), unsigned(cp)));
+}
+// Zeroes the padding owned by scale (r, c) of batch b in an nr x nc blocked scale matrix: the
+// last real row owns the padded rows below it, the last real column the padded columns to its
+// right (and the corner when both). Runs in a few lanes only (the edge of the scale matrix).
+template <int AR, int AC, class T>
+MX_D void mx_blocked_pad(T* sp, mx_i64 b, mx_i64 r, mx_i64 c, mx_i64 nr, mx_i64 nc) {
+  const mx_i64 rp = (nr + AR - 1) / AR * AR, cp = (nc + AC - 1) / AC * AC;
+  const mx_i64 r_end = r == nr - 1 ? rp : r + 1, c_end = c == nc - 1 ? cp : c + 1;
+  for (mx_i64 r2 = r; r2 < r_end; ++r2)
+    for (mx_i64 c2 = (r2 == r ? c + 1 : c); c2 < c_end; ++c2) sp[mx_blocked_offset<AR, AC>(b, r2, c2, rp, cp)] = T(0);
 }
