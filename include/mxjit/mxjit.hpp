@@ -1,6 +1,6 @@
 #pragma once
 /// \file The public API of mxjit in one include: the DSL, pipelines and their text form, tensor
-/// views, jit() and Kernel, the CPU reference executor and device helpers.
+/// views, jit() and Kernel, the CPU reference executor and device helpers (streams, events, graphs).
 #include "codegen/target.hpp"
 #include "dsl/dsl.hpp"
 #include "dsl/errors.hpp"
@@ -8,6 +8,7 @@
 #include "dsl/pipeline.hpp"
 #include "dsl/text.hpp"
 #include "runtime/device.hpp"
+#include "runtime/graph.hpp"
 #include "runtime/kernel.hpp"
 #include "runtime/reference/executor.hpp"
 #include "runtime/tensor.hpp"

@@ -9,6 +9,7 @@
 #include "dsl/errors.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/graph.hpp"
 #include "runtime/module.hpp"
 #include "runtime/nvrtc.hpp"
 
@@ -39,6 +40,10 @@ TEST_CASE("without a GPU: clear reason, typed errors, no crash") {
   CHECK_THROWS_AS(make_current(0), CudaError);
   CHECK_THROWS_AS(Stream::create(), CudaError);
   CHECK_THROWS_AS(LoadedKernel::load(std::string("\x7f" "ELF...."), "k"), CudaError);
+  bool enqueued = false;
+  CHECK_THROWS_AS(Graph::capture(uint64_t(1), [&] { enqueued = true; }), CudaError);
+  CHECK_FALSE(enqueued);
+  CHECK_THROWS_AS(Graph::capture(Stream::null(), [] {}), UsageError);
   // Objects that own nothing are fine without a driver.
   DeviceBuffer empty;
   CHECK(empty.ptr() == 0);
@@ -47,6 +52,9 @@ TEST_CASE("without a GPU: clear reason, typed errors, no crash") {
   EventTimer timer;
   LoadedKernel none;
   CHECK_FALSE(none);
+  Graph no_graph;
+  CHECK_FALSE(no_graph);
+  CHECK_THROWS_AS(no_graph.launch(), UsageError);
 }
 
 TEST_SUITE("gpu") {
@@ -180,6 +188,50 @@ extern "C" __global__ void smem_copy(int* out, int n) {
     bool ok = true;
     for (int i = 0; i < n; ++i) ok = ok && host[i] == n - 1 - i + 7;
     CHECK(ok);
+  }
+
+  TEST_CASE("Graph: capture launches once, replay them; uncapturable calls fail by name") {
+    MXJIT_REQUIRE_GPU();
+    Driver& d = Driver::get();
+    CHECK((d.cuStreamBeginCapture_v2 != nullptr));
+    CHECK((d.cuGraphInstantiateWithFlags != nullptr));
+    LoadedKernel k = LoadedKernel::load(compile_for_device(), "times_two");
+    int n = 4099;
+    DeviceBuffer out = DeviceBuffer::alloc(n * sizeof(int));
+    out.fill(0xFF);
+    uint64_t p = out.ptr();
+    void* args[] = {&p, &n};
+    Stream stream = Stream::create();
+    Graph g = Graph::capture(stream, [&] {
+      for (int i = 0; i < 3; ++i)
+        k.launch({static_cast<unsigned>((n + 255) / 256), 1, 1}, {256, 1, 1}, 0, stream.handle(), args);
+    });
+    CHECK(g);
+    stream.synchronize();
+    std::vector<int> host(n);
+    out.download(host.data(), n * sizeof(int));
+    CHECK(host[0] == -1);  // capture ran nothing
+    g.launch(stream);
+    g.launch(stream);
+    stream.synchronize();
+    out.download(host.data(), n * sizeof(int));
+    bool ok = true;
+    for (int i = 0; i < n; ++i) ok = ok && host[i] == i * 2;
+    CHECK(ok);
+    Graph moved = std::move(g);
+    CHECK_FALSE(g);
+    CHECK(moved);
+
+    // A synchronous call during capture fails with the call's name; the stream stays usable.
+    try {
+      Graph::capture(stream, [&] { stream.synchronize(); });
+      FAIL("no CudaError");
+    } catch (const CudaError& e) {
+      CHECK(e.call() == "cuStreamSynchronize");
+    }
+    CHECK_THROWS_AS(Graph::capture(stream, [] { throw UsageError("from enqueue"); }), UsageError);
+    moved.launch(stream);
+    stream.synchronize();
   }
 
   TEST_CASE("EventTimer times GPU work") {
