@@ -304,7 +304,8 @@ void emit_scale_output(Ctx& x, int o) {
     if (a == pl.ax_c) return "gc";
     return fmt::format("bi{}", a);
   };
-  if (out.layout.is_blocked()) {
+  if (out.layout.is_grouped()) x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
+  else if (out.layout.is_blocked()) {
     std::string bexpr = "0";
     for (int a = 0; a < pl.rank; ++a)
       if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);

@@ -21,7 +21,12 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
 
 /// Words of the kernel's parameter block (every field 8 bytes), in the order the generated
 /// `MxParams` declares them: in[], out[], shape[], in_stride[][], out_stride[][], out_shape[][],
-/// tiles_r, tiles_c.
+/// tiles_r, tiles_c, aux.
 int param_words(const Pipeline& p);
+
+/// Words that follow those param_words() counts (after `aux`): when an output of `p` has a
+/// grouped scale layout, `in_extent[]` (each input's extent along axis 0, for an offsets input its
+/// group count), one per input; otherwise none.
+int grouped_param_words(const Pipeline& p);
 
 }  // namespace mxjit::detail

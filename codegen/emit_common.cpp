@@ -2,11 +2,64 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "codegen/emit_expr.hpp"
 #include "dsl/errors.hpp"
 #include "templates/templates.hpp"
 
 namespace mxjit::detail {
+namespace {
+
+// The line that opens prelude.cuh's grouped-layout section (it runs to the end of the file).
+constexpr std::string_view kGroupedSection = "// ==== section: grouped layouts";
+
+// `text` with every line prefixed by `indent`.
+std::string indent_lines(const std::string& text, const std::string& indent) {
+  std::string r;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    r += indent + text.substr(pos, nl - pos + 1);
+    pos = nl + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+bool has_grouped_layout(const Pipeline& p) {
+  for (const Output& o : p.outputs())
+    if (o.layout.is_grouped()) return true;
+  return false;
+}
+
+int grouped_param_words(const Pipeline& p) { return has_grouped_layout(p) ? int(p.inputs().size()) : 0; }
+
+std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
+                                const std::string& val, const std::string& indent, const std::string& ptr) {
+  const Output& out = x.p.outputs().at(size_t(o));
+  const NodePtr& sn = x.v.scales.at(size_t(x.v.output_index.at(size_t(o))));
+  const auto [ra, ca] = blocked_axes(block_of(sn), x.plan.rank);
+  const int ga = out.layout.group_axis(), k = x.p.input_index(out.layout.group_offsets());
+  if (!out.layout.is_grouped() || out.dtype != DType::u8 || k < 0 || (ga != ra && ga != ca) ||
+      (ra != x.plan.ax_r && ra != x.plan.ax_c) || (ca != x.plan.ax_r && ca != x.plan.ax_c))
+    throw Error(fmt::format("mxjit internal: grouped_scale_store for output '{}' ({})", out.name, out.layout.str()));
+  // The scale's (row, column) from its indices along the tile axes.
+  const std::string& row = ra == x.plan.ax_r ? s_r : s_c;
+  const std::string& col = ca == x.plan.ax_r ? s_r : s_c;
+  std::string s = fmt::format("{{  // {}: group ends from input '{}' (device); padding zeroed at launch\n",
+                              out.layout.str(), out.layout.group_offsets());
+  s += fmt::format("  const mx_i64 gs_r = {}, gs_c = {}, gs_nr = P.out_shape[{}][{}], gs_nc = P.out_shape[{}][{}];\n", row,
+                   col, o, ra, o, ca);
+  s += "  if (gs_r < gs_nr && gs_c < gs_nc) {\n";
+  s += fmt::format("    const mx_i64 gs_off = mx_grouped_blocked_offset<{}>(static_cast<const int*>(P.in[{}]), "
+                   "P.in_stride[{}][0], P.in_extent[{}], {}, P.shape[{}], gs_r, gs_c, gs_nr, gs_nc);\n",
+                   ga == ra ? "true" : "false", k, k, k, block_of(sn).size_along(ga), ga);
+  s += fmt::format("    if (gs_off >= 0) {}[gs_off] = {};\n  }}\n}}\n",
+                   ptr.empty() ? fmt::format("static_cast<mx_u8*>(P.out[{}])", o) : ptr, val);
+  return indent_lines(s, indent);
+}
 
 bool register_leaves(const NodePtr& n) {
   if (n->op == Op::vec_input || n->op == Op::dequant) return false;
@@ -46,7 +99,11 @@ void emit_banner(Ctx& x) {
                        x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp8() ? 1 : 0);
   for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
     x.out += fmt::format("// ---- templates/{} ----\n", t);
-    x.out += template_text(t);
+    std::string_view text = template_text(t);
+    // prelude.cuh ends with its grouped-layout section, emitted only into the kernels that use it
+    // (every other kernel's source, and so its cache key, stays as it was).
+    if (std::string_view(t) == "prelude.cuh" && !has_grouped_layout(x.p)) text = text.substr(0, text.find(kGroupedSection));
+    x.out += text;
     x.out += "\n";
   }
 }
@@ -58,7 +115,10 @@ void emit_params(Ctx& x) {
   x.out += fmt::format("  const void* in[{}];\n  void* out[{}];\n  mx_i64 shape[{}];\n", ni, no, r);
   x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n  mx_i64 out_stride[{}][{}];\n  mx_i64 out_shape[{}][{}];\n", ni,
                        r, no, r, no, r);
-  x.out += "  mx_i64 tiles_r, tiles_c;\n  const void* aux;  // NVFP4: the pre-pass tensor amax (FP32), else null\n};\n\n";
+  x.out += "  mx_i64 tiles_r, tiles_c;\n  const void* aux;  // NVFP4: the pre-pass tensor amax (FP32), else null\n";
+  if (has_grouped_layout(x.p))
+    x.out += fmt::format("  mx_i64 in_extent[{}];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)\n", ni);
+  x.out += "};\n\n";
 }
 
 // Leaf loads inside the phase-1 loop (element column `c`, row `r`; tensor inputs preloaded).
@@ -141,15 +201,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
       o += "}\n";
       break;
   }
-  // Indent every line.
-  std::string r;
-  size_t pos = 0;
-  while (pos < o.size()) {
-    size_t nl = o.find('\n', pos);
-    r += in + o.substr(pos, nl - pos + 1);
-    pos = nl + 1;
-  }
-  return r;
+  return indent_lines(o, in);
 }
 
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {

@@ -60,6 +60,18 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n);
 std::string scale_from_amax(const NodePtr& sn, const std::string& indent);
 /// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it.
 std::string tamax_decl(const Ctx& x);
+/// True when an output of `p` has a grouped scale layout (Layout::grouped_blocked_128x4): its
+/// kernel then carries the prelude's grouped section and MxParams::in_extent.
+bool has_grouped_layout(const Pipeline& p);
+/// Statements (each line prefixed by `indent`) storing the byte scale `val` of output `o`, whose
+/// layout is grouped_blocked_128x4, at scale index `s_r` along the tile axis ax_r and `s_c`
+/// along ax_c, through the byte pointer `ptr` (default: the output's own P.out[o]). The offset
+/// comes from the prelude's mx_grouped_blocked_offset, which reads the group ends from the
+/// layout's offsets input on the device; scales outside the scale tensor or past the last group
+/// end are not stored. Padding is not written: the launcher zeroes the whole output first
+/// (Plan::zero_outputs).
+std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
+                                const std::string& val, const std::string& indent, const std::string& ptr = "");
 /// The whole grouped (jagged groups) kernel body.
 void emit_grouped_kernel(Ctx& x);
 /// The whole columns kernel body (dim1 / per-expert / fused casts of a 2-byte input, registers only).

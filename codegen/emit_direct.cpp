@@ -68,6 +68,7 @@ void emit_scale_store(Ctx& x, int o, int s) {
   x.out += fmt::format("      if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.group);
   x.out += fmt::format("        {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
   x.out += fmt::format("        const int C = cc / {};\n", pl.block_c);
+  if (out.layout.is_grouped()) return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "        ", "sp") + "      }\n");
   if (!out.layout.is_blocked()) {
     x.out += fmt::format("        sp[{}] = {};\n      }}\n", scale_offset(x, o, "C"), val);
     return;

@@ -147,10 +147,6 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   plan.rank = p.rank();
   const int rank = p.rank();
   ValueSet values = collect_values(p);
-  for (const Output& o : p.outputs())
-    if (o.layout.is_grouped())
-      throw UsageError(fmt::format("GPU generator: output '{}': grouped layouts run on the CPU reference only in this "
-                                   "version", o.name));
   for (const NodePtr& sn : values.scales) {
     if (!block_of(sn).jagged()) continue;
     // Jagged groups (MoE token groups): one cast, rank 2, elements and/or scales only.
@@ -252,7 +248,8 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
                                  "at most 200 KiB fit", smem, br, bc, plan.roots));
   plan.smem_bytes = int(smem);
   for (size_t i = 0; i < p.outputs().size(); ++i)
-    if (p.outputs()[i].kind == OutputKind::amax) plan.zero_outputs.push_back(int(i));
+    if (p.outputs()[i].kind == OutputKind::amax || p.outputs()[i].layout.is_grouped())
+      plan.zero_outputs.push_back(int(i));  // grouped: kernels write real scales only, never padding
   // Direct (register) kernels when nothing needs transposing.
   bool direct = true;
   int64_t bsize = 0;

@@ -75,7 +75,7 @@ struct Plan {
   int roots = 1;                  ///< value tiles held in shared memory
   int smem_bytes = 0;             ///< dynamic shared memory per CTA
   std::vector<int> batch_axes;    ///< all other axes, outermost first
-  std::vector<int> zero_outputs;  ///< outputs the launcher zeroes first (tensor amax)
+  std::vector<int> zero_outputs;  ///< outputs the launcher zeroes first (tensor amax; grouped scale layouts' padding)
   std::string kernel_name;
   /// Canonical text of every field (part of the key and the cache's launch metadata).
   std::string str() const;

@@ -74,13 +74,6 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
   if (outputs.size() != p.outputs().size())
     throw UsageError(fmt::format("launch: {} outputs given but the pipeline writes {}", outputs.size(),
                                  p.outputs().size()));
-  // Grouped scale layouts are written by the CPU reference only until the GPU generator places
-  // them (codegen/plan.cpp): refuse a GPU launch rather than write the plain blocked layout.
-  if (device == DeviceKind::cuda)
-    for (const Output& out : p.outputs())
-      if (out.layout.is_grouped())
-        throw UsageError(fmt::format("output '{}': layout {} runs on the CPU reference only in this version",
-                                     out.name, out.layout.str()));
   Binding b;
   // The domain: the first full-rank input (codes inputs are packed along their block axis).
   for (size_t k = 0; k < inputs.size() && b.shape.empty(); ++k) {
@@ -124,7 +117,10 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Output& out = p.outputs()[o];
     const Arg what{"output", out.name};
-    OutputGeometry g = output_geometry(p, int(o), b.shape, b.groups);
+    // A grouped scale layout's size bound counts the groups of its own offsets input.
+    int64_t groups = b.groups;
+    if (out.layout.is_grouped()) groups = inputs[size_t(p.input_index(out.layout.group_offsets()))].shape.at(0);
+    OutputGeometry g = output_geometry(p, int(o), b.shape, groups);
     const TensorView& v = outputs[o];
     check_common(what, v, out.dtype, g.view_shape.size(), device);
     if (v.shape != g.view_shape)

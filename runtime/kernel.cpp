@@ -136,9 +136,12 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   std::shared_ptr<Loaded> l = state_->get(sc, detail::shape_class(b.shape));
   const detail::Plan& plan = l->plan;
   detail::Driver& drv = detail::Driver::get();
+  // Tensor amax (4 bytes, combined with atomicMax) and grouped scale layouts (the whole padded
+  // buffer: kernels write real scales only) start from zero, in stream order before the kernel.
   for (int o : plan.zero_outputs)
-    drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, 4,
-                                  reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
+    if (const int64_t bytes = b.outputs[size_t(o)].storage_bytes; bytes > 0)
+      drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, size_t(bytes),
+                                    reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
   if (b.empty) return;
   for (size_t o = 0; o < b.outputs.size(); ++o)
     if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
@@ -168,7 +171,7 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     throw UsageError(fmt::format("launch: {} tiles exceed one launch's 2^31 CTAs", grid));
   // Parameter block, in the order the generated MxParams declares it (every field 8 bytes).
   std::vector<int64_t> w;
-  w.reserve(size_t(detail::param_words(p)));
+  w.reserve(size_t(detail::param_words(p) + detail::grouped_param_words(p)));
   for (const TensorView& v : inputs) w.push_back(int64_t(reinterpret_cast<uintptr_t>(v.data)));
   for (const TensorView& v : outputs) w.push_back(int64_t(reinterpret_cast<uintptr_t>(v.data)));
   for (int a = 0; a < rank; ++a) w.push_back(b.shape[size_t(a)]);
@@ -191,6 +194,9 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     aux = int64_t(reinterpret_cast<uintptr_t>(t));
   }
   w.push_back(aux);
+  // Grouped scale layouts: each input's extent along axis 0 (the group count of an offsets input).
+  if (detail::grouped_param_words(p) > 0)
+    for (const TensorView& v : inputs) w.push_back(v.shape.empty() ? 0 : v.shape[0]);
   void* args[] = {w.data()};
   if (plan.kind == detail::Plan::Kind::grouped) {
     // x: 256 columns; y: one CTA row per group, plus one for the rows past the last end.

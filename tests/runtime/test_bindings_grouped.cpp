@@ -1,5 +1,5 @@
 // Launch checks of a pipeline with a grouped scale layout: the offsets input is accepted, the
-// scale buffer is sized by the host-side upper bound (no offsets read), GPU launches refused.
+// scale buffer is sized by the host-side upper bound (no offsets read), on the CPU and the GPU.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -35,7 +35,34 @@ TEST_CASE("check_bindings: grouped_blocked_128x4 takes its offsets input and the
   const std::vector<TensorView> bad_in = {xv, TensorView::contiguous(e64.data(), DType::i64, {G})};
   CHECK_THROWS_WITH_AS(detail::check_bindings(p, bad_in, out, DeviceKind::cpu), doctest::Contains("input 'offs'"),
                        UsageError);
-  // GPU launches are refused until the generator writes grouped layouts
-  CHECK_THROWS_WITH_AS(detail::check_bindings(p, in, out, DeviceKind::cuda), doctest::Contains("CPU reference only"),
-                       UsageError);
+  // GPU launches take the same views on the device (the checks read no memory)
+  auto on_cuda = [](TensorView v) {
+    v.device = DeviceKind::cuda;
+    return v;
+  };
+  const std::vector<TensorView> din = {on_cuda(xv), on_cuda(ov)}, dout = {on_cuda(qv), on_cuda(sv)};
+  CHECK(detail::check_bindings(p, din, dout, DeviceKind::cuda).outputs[1].storage_bytes == (384 + 128 * G) * 4);
+}
+
+TEST_CASE("check_bindings: each grouped scale output is sized by the groups of its own offsets input") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s0 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  auto s1 = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::rceil);
+  auto p = pipeline({output("s0", s0, layout::grouped_blocked_128x4(offsets("rows"), 0)),
+                     output("s1", s1, layout::grouped_blocked_128x4(offsets("cols"), 1))});
+  const int64_t M = 64, K = 96;
+  std::vector<uint8_t> xb(size_t(M * K * 2));
+  std::vector<int32_t> rows = {10, 20, 64}, cols = {96};
+  // s0: rows groups, (roundup(64,128) + 128*3) * roundup(96/32,4); s1: groups along its rows
+  // (axis 1), (roundup(96,128) + 128*1) * roundup(64/32,4).
+  std::vector<uint8_t> b0(size_t((128 + 128 * 3) * 4)), b1(size_t((128 + 128) * 4));
+  const std::vector<TensorView> in = {TensorView::contiguous(xb.data(), DType::bf16, {M, K}),
+                                      TensorView::contiguous(rows.data(), DType::i32, {3}),
+                                      TensorView::contiguous(cols.data(), DType::i32, {1})};
+  const std::vector<TensorView> out = {TensorView::contiguous(b0.data(), DType::u8, {int64_t(b0.size())}),
+                                       TensorView::contiguous(b1.data(), DType::u8, {int64_t(b1.size())})};
+  REQUIRE(p.inputs()[1].name == "rows");
+  detail::Binding b = detail::check_bindings(p, in, out, DeviceKind::cpu);
+  CHECK(b.outputs[0].storage_bytes == int64_t(b0.size()));
+  CHECK(b.outputs[1].storage_bytes == int64_t(b1.size()));
 }

@@ -1,0 +1,117 @@
+// grouped_blocked_128x4 scales in generated code, without a GPU: every variant the GPU tests run
+// (dim0 and dim1 casts, both group axes, bf16 and f32, row- and column-major inputs, so both the
+// direct and the tiled kernel, E8M0 and NVFP4 scales) compiles with NVRTC for sm_90a and sm_100a;
+// the grouped prelude section and parameters appear only in kernels that write a grouped layout.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <future>
+#include <string>
+#include <vector>
+
+#include "codegen/emit.hpp"
+#include "runtime/compile.hpp"
+
+using namespace mxjit;
+using namespace mxjit::detail;
+
+namespace {
+
+/// A cast along `block_axis` (1: dim0, 0: dim1) with scales grouped along domain axis `group_axis`.
+Pipeline grouped(DType dt, int block_axis, int group_axis, bool nvfp4 = false) {
+  auto x = input("x", dt, rank(2));
+  const Layout q = block_axis == 1 ? layout::row_major() : layout::col_major();
+  const Layout g = layout::grouped_blocked_128x4(offsets("offs"), group_axis);
+  if (nvfp4) {
+    auto s = nvfp4_scale(amax(blocks(x, block_axis, 16)), Nvfp4Convention::te);
+    return pipeline({output("q", cast(e2m1, x / s), q), output("s", s, g)});
+  }
+  auto s = e8m0_scale(amax(blocks(x, block_axis, 32)), e4m3, ScaleRule::rceil);
+  return pipeline({output("q", cast(e4m3, x / s), q), output("s", s, g)});
+}
+
+/// The stride class of a row-major (unit axis 1) or column-major (unit axis 0) x, offsets contiguous.
+StrideClass input_order(bool col_major) { return StrideClass{{col_major ? 0 : 1, 0}, {true, false}}; }
+
+struct Variant {
+  std::string name;
+  Pipeline p;
+  StrideClass sc;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (int block_axis : {1, 0})
+    for (int group_axis : {0, 1})
+      for (DType dt : {DType::bf16, DType::f32})
+        for (bool col_major : {false, true})
+          v.push_back({fmt::format("dim{} groups {} {} {}", 1 - block_axis, group_axis, dtype_name(dt),
+                                   col_major ? "col-major" : "row-major"),
+                       grouped(dt, block_axis, group_axis), input_order(col_major)});
+  for (int block_axis : {1, 0})
+    for (int group_axis : {0, 1})
+      v.push_back({fmt::format("nvfp4 dim{} groups {}", 1 - block_axis, group_axis),
+                   grouped(DType::bf16, block_axis, group_axis, true), input_order(false)});
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a") {
+  const std::vector<Variant> vs = variants();
+  int compiled = 0;
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    const Target t = Target::parse(arch);
+    std::vector<std::future<std::string>> jobs;
+    for (const Variant& v : vs)
+      jobs.push_back(std::async(std::launch::async, [&t, &v] {
+        const CompiledKernel k = compile(v.p, t, v.sc);
+        return k.cubin.size() > 4 && k.cubin.compare(0, 4, "\x7f" "ELF") == 0 ? std::string() : v.name;
+      }));
+    for (auto& j : jobs) {
+      const std::string failed = j.get();
+      CHECK_MESSAGE(failed.empty(), "no cubin for " << failed << " on " << arch);
+      ++compiled;
+    }
+  }
+  MESSAGE("compiled " << compiled << " grouped-layout kernels");
+}
+
+TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes the scales first") {
+  const Target t = Target::parse("sm_90a");
+  for (int block_axis : {1, 0})
+    for (int group_axis : {0, 1})
+      for (bool col_major : {false, true}) {
+        const Pipeline p = grouped(DType::bf16, block_axis, group_axis);
+        const GeneratedKernel k = generate(p, t, input_order(col_major));
+        CAPTURE(block_axis);
+        CAPTURE(group_axis);
+        CAPTURE(col_major);
+        // The block axis is the unit-stride axis: the direct kernel; otherwise the tiled one.
+        CHECK((k.plan.kind == Plan::Kind::direct) == (block_axis == (col_major ? 0 : 1)));
+        CHECK(k.plan.zero_outputs == std::vector<int>{1});
+        CHECK(k.source.find(fmt::format("mx_grouped_blocked_offset<{}>", group_axis == 1 - block_axis ? "true" : "false")) !=
+              std::string::npos);
+        CHECK(k.source.find("mx_i64 in_extent[2];") != std::string::npos);
+        CHECK(k.source.find("P.in_extent[1]") != std::string::npos);
+        // Padding is the launcher's: the kernel body stores through the grouped offset only.
+        const std::string body = k.source.substr(k.source.find("extern \"C\" __global__"));
+        CHECK(body.find("mx_grouped_blocked_offset") != std::string::npos);
+        CHECK(body.find("mx_blocked_offset") == std::string::npos);
+        CHECK(body.find("Rp * Cp") == std::string::npos);
+        CHECK(param_words(p) + grouped_param_words(p) == param_words(p) + 2);
+      }
+}
+
+TEST_CASE("kernels without a grouped layout carry neither the grouped prelude section nor in_extent") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  const Pipeline p = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::blocked_128x4())});
+  const GeneratedKernel k = generate(p, Target::parse("sm_90a"), default_stride_class(p));
+  CHECK(k.source.find("mx_grouped_blocked_offset") == std::string::npos);
+  CHECK(k.source.find("section: grouped layouts") == std::string::npos);
+  CHECK(k.source.find("in_extent") == std::string::npos);
+  CHECK(k.source.find("mx_blocked_offset") != std::string::npos);
+  CHECK(grouped_param_words(p) == 0);
+  CHECK(k.plan.zero_outputs.empty());
+}
