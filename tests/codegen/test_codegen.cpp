@@ -162,6 +162,26 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "6d73a0b0c80219a19d3b12120839f0f7");
+  CHECK(a == "9460bba7ec88d34fa1e7c9bd55041acc");
   CHECK(b == "0f61dcf98bcea0c24831da2985882c05");
+}
+
+TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
+  // Regression: the tiled plan sized the tile and its per-block arrays from the quantizes only, so
+  // a scales-only pipeline (column-major input, blocks along the strided axis) wrote past its
+  // shared memory on the GPU.
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  const Pipeline scales_only = pipeline({output("s", s)});
+  const Pipeline with_codes = pipeline({output("q", cast(e4m3, x / s)), output("s", s)});
+  const StrideClass col_major{{0}, {true}};  // axis 0 unit-stride: blocks run across the loads
+  const Target t = Target::parse("sm_90a");
+  Tuning tiled;
+  tiled.force_tiled = true;
+  const Plan a = make_plan(scales_only, t, col_major, tiled), b = make_plan(with_codes, t, col_major, tiled);
+  CHECK(a.kind == Plan::Kind::tiled);
+  CHECK(a.tile_r == b.tile_r);
+  CHECK(a.tile_c == b.tile_c);
+  CHECK(a.smem_bytes == b.smem_bytes);
+  CHECK(a.smem_bytes > a.tile_r * a.row_stride * 4);
 }
