@@ -99,11 +99,11 @@ void emit_banner(Ctx& x) {
                        x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp8() ? 1 : 0);
   for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
     x.out += fmt::format("// ---- templates/{} ----\n", t);
-    std::string_view text = template_text(t);
+    std::string_view body = template_text(t);
     // prelude.cuh ends with its grouped-layout section, emitted only into the kernels that use it
     // (every other kernel's source, and so its cache key, stays as it was).
-    if (std::string_view(t) == "prelude.cuh" && !has_grouped_layout(x.p)) text = text.substr(0, text.find(kGroupedSection));
-    x.out += text;
+    if (std::string_view(t) == "prelude.cuh" && !has_grouped_layout(x.p)) body = body.substr(0, body.find(kGroupedSection));
+    x.out += body;
     x.out += "\n";
   }
 }
