@@ -147,17 +147,6 @@ void emit_scales(Ctx& x) {
   x.out += "  __syncthreads();\n";
 }
 
-// The offset of output o at domain index (r, c) plus batch indices, with compact strides.
-std::string out_offset(const Ctx& x, int o, const std::string& r, const std::string& c, int packed_axis) {
-  std::string s;
-  for (int a = 0; a < x.plan.rank; ++a) {
-    std::string i = x.idx(a, r, c);
-    if (a == packed_axis) i = fmt::format("({} >> 1)", i);
-    s += fmt::format("{}{} * P.out_stride[{}][{}]", s.empty() ? "" : " + ", i, o, a);
-  }
-  return s;
-}
-
 // Thread mapping of a chunked write: W consecutive elements along the output's innermost axis.
 struct Chunking {
   bool along_c;  // chunk along ax_c (else along ax_r)
@@ -223,8 +212,7 @@ void emit_elems(Ctx& x, int o) {
       x.out += fmt::format("      y{0} = mx_fmin_nan(mx_fmax_nan(y{0}, -6.0f), 6.0f);\n", h);
     if (q->round == Round::stochastic) {
       // Philox counter: the element's row-major linear index in the domain, then the offset.
-      std::string lin = "0";
-      for (int a = 0; a < pl.rank; ++a) lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, x.idx(a, "er" + std::to_string(h), "ec" + std::to_string(h)));
+      const std::string lin = x.linear_index("er" + std::to_string(h), "ec" + std::to_string(h));
       x.out += fmt::format("      const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", h, lin, q->offset, q->seed);
     }
   }
@@ -241,7 +229,7 @@ void emit_elems(Ctx& x, int o) {
   auto [r0e, c0e] = chunk_rc(ch, "0");
   x.out += fmt::format("    mx_u8* const base = static_cast<mx_u8*>(P.out[{}]);\n", o);
   x.out += fmt::format("    {{\n      const int rs = {}, cs = {};\n      const mx_i64 off = {};\n", r0e, c0e,
-                       out_offset(x, o, "rs", "cs", packed_axis));
+                       x.out_offset(o, "rs", "cs", packed_axis));
   const int nbytes = fp4 ? ch.w / 2 : ch.w, nwords = nbytes / 4;
   x.out += fmt::format("      mx_u32 w[{}];\n", nwords);
   if (fp4)
@@ -256,7 +244,7 @@ void emit_elems(Ctx& x, int o) {
   x.out += fmt::format("        for (int e = 0; e < {}; e += {}) {{\n", ch.w, fp4 ? 2 : 1);
   auto [re, ce] = chunk_rc(ch, "e");
   x.out += fmt::format("          const int rr = {}, cc = {};\n          if (rr < nr && cc < nc) {{\n", re, ce);
-  x.out += fmt::format("            const mx_i64 o2 = {};\n", out_offset(x, o, "rr", "cc", packed_axis));
+  x.out += fmt::format("            const mx_i64 o2 = {};\n", x.out_offset(o, "rr", "cc", packed_axis));
   x.out += fmt::format("            base[o2] = mx_u8({});\n          }}\n        }}\n      }}\n    }}\n  }}\n",
                        fp4 ? "(code[e] & 15u) | ((code[e + 1] & 15u) << 4)" : "code[e]");
 }
@@ -340,7 +328,7 @@ void emit_values(Ctx& x, int o) {
   x.out += fmt::format("    const int rr = {}, cc = {};\n    if (rr < nr && cc < nc) {{\n", r, c);
   x.out += fmt::format("      float val = {};\n      if (val != val) val = mx_float(0x7fc00000u);\n", tile_at(pl, root, "rr", "cc"));
   x.out += fmt::format("      static_cast<{}*>(P.out[{}])[{}] = {}(val){};\n    }}\n  }}\n", st, o,
-                       out_offset(x, o, "rr", "cc", -1), cv, *cv ? ")" : "");
+                       x.out_offset(o, "rr", "cc", -1), cv, *cv ? ")" : "");
 }
 
 void emit_amax(Ctx& x, int o) {

@@ -67,17 +67,6 @@ void emit_scale_write(Ctx& x, int o, int s, int blk_axis, const std::string& blk
     x.out += fmt::format("{}  sp[{} + mx_blocked_offset32<{}, {}>(R, C, Cp)] = {};\n{}}}\n", ind, base, ar, ac, val, ind);
 }
 
-// Offset of output o at the element (r, c) named by the C expressions (packed axis halved).
-std::string elem_offset(const Ctx& x, int o, int packed_axis) {
-  std::string s;
-  for (int a = 0; a < x.plan.rank; ++a) {
-    std::string i = x.idx(a, "r", "c");
-    if (a == packed_axis) i = fmt::format("({} >> 1)", i);
-    s += fmt::format("{}{} * P.out_stride[{}][{}]", s.empty() ? "" : " + ", i, o, a);
-  }
-  return s;
-}
-
 // The values of root `root` for `n` elements of a row or column into arr[0..n) (loop variable
 // `var`, 0 out of range). Register-only expressions are computed unguarded and masked on the
 // tail path only; expressions that load (vec inputs, dequant) are guarded per element.
@@ -133,23 +122,18 @@ void emit_uses(Ctx& x, int s, bool along_r, int blk_axis, const std::string& blk
     if (x.v.quantize_scale[size_t(qi)] != s) continue;
     const NodePtr& q = x.v.quantizes[size_t(qi)];
     const int n = along_r ? x.plan.col_w : kCols;
-    const Plan& pl = x.plan;
     x.out += fmt::format("{}{{  // output '{}' ({})\n", ind, out.name, q->elem.str());
     emit_packed_codes(x, q, s, arr, n, [&](int h) {
-      std::string lin = "0";
-      for (int a = 0; a < pl.rank; ++a) {
-        std::string i = x.idx(a, along_r ? fmt::format("(e + {})", h) : "r", along_r ? "c" : fmt::format("(e + {})", h));
-        lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, i);
-      }
-      return lin;
+      const std::string e = fmt::format("(e + {})", h);
+      return along_r ? x.linear_index(e, "c") : x.linear_index("r", e);
     }, ind + "  ");
-    const int packed = q->elem.packed() ? (along_r ? pl.ax_r : pl.ax_c) : -1;
-    x.out += fmt::format("{}  mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", ind, o, elem_offset(x, o, packed));
+    const int packed = q->elem.packed() ? (along_r ? x.plan.ax_r : x.plan.ax_c) : -1;
+    x.out += fmt::format("{}  mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", ind, o, x.out_offset(o, "r", "c", packed));
     if (along_r)
-      emit_store_codes(x, q, n, fmt::format("rows_full && c0 + c < n_c && P.out_stride[{}][{}] == 1", o, pl.ax_r),
+      emit_store_codes(x, q, n, fmt::format("rows_full && c0 + c < n_c && P.out_stride[{}][{}] == 1", o, x.plan.ax_r),
                        "r0 + e < n_r && c0 + c < n_c", ind + "  ");
     else
-      emit_store_codes(x, q, n, fmt::format("cols_full && r0 + r < n_r && P.out_stride[{}][{}] == 1", o, pl.ax_c),
+      emit_store_codes(x, q, n, fmt::format("cols_full && r0 + r < n_r && P.out_stride[{}][{}] == 1", o, x.plan.ax_c),
                        "r0 + r < n_r && c0 + e < n_c", ind + "  ");
     x.out += ind + "}\n";
   }

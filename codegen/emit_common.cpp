@@ -223,7 +223,7 @@ std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, co
 
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
 // times scale s's multiplier, the NVFP4 torchao clamp.
-std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
+static std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
                    const std::string& ind) {
   const NodePtr& sn = x.v.scales[size_t(s)];
   std::string r = fmt::format("{}float {} = {};\n", ind, out, in);

@@ -29,6 +29,22 @@ struct Ctx {
     if (axis == plan.ax_r) return fmt::format("(r0 + {})", r);
     return fmt::format("bi{}", axis);
   }
+  // Offset of output o at (r, c): sum of index * stride; the FP4 packed axis (if any) is halved.
+  std::string out_offset(int o, const std::string& r, const std::string& c, int packed_axis = -1) const {
+    std::string s;
+    for (int a = 0; a < plan.rank; ++a) {
+      std::string i = idx(a, r, c);
+      if (a == packed_axis) i = fmt::format("({} >> 1)", i);
+      s += fmt::format("{}{} * P.out_stride[{}][{}]", s.empty() ? "" : " + ", i, o, a);
+    }
+    return s;
+  }
+  // Row-major linear index of the domain element at (r, c): the Philox counter of stochastic rounding.
+  std::string linear_index(const std::string& r, const std::string& c) const {
+    std::string lin = "0";
+    for (int a = 0; a < plan.rank; ++a) lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, idx(a, r, c));
+    return lin;
+  }
   // Offset of input k at (r, c): sum of index * stride (the unit axis is a literal 1).
   std::string in_offset(int k, const std::string& r, const std::string& c, int packed_axis = -1, int64_t div = 1) const {
     std::string s;

@@ -97,12 +97,8 @@ void emit_elems_store(Ctx& x, int o) {
   const int root = x.v.scale_root[size_t(si)];
   const bool fp4 = q->elem.packed();
   x.out += fmt::format("    {{  // output '{}' ({})\n", x.p.outputs()[size_t(o)].name, q->elem.str());
-  emit_packed_codes(x, q, si, fmt::format("v{}", root), 8, [&](int h) {
-    std::string lin = "0";
-    for (int a = 0; a < pl.rank; ++a)
-      lin = fmt::format("({}) * P.shape[{}] + {}", lin, a, a == pl.ax_c ? fmt::format("(cc + e + {})", h) : fmt::format("ix{}", a));
-    return lin;
-  }, "      ");
+  emit_packed_codes(x, q, si, fmt::format("v{}", root), 8,
+                    [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ");
   std::string off = fmt::format("{} * P.out_stride[{}][{}]", fp4 ? "(cc >> 1)" : "cc", o, pl.ax_c);
   for (int a : row_axes(pl)) off += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
   x.out += fmt::format("      mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", o, off);

@@ -65,8 +65,8 @@ void emit_grouped_kernel(Ctx& x) {
     x.out += "    y = y * mult;\n";
     std::string rnd = "0u";
     if (q->round == Round::stochastic) {
-      std::string lin = fmt::format("((0) * P.shape[0] + {}) * P.shape[1] + {}", ar == 0 ? "ix0" : "c", ar == 0 ? "c" : "ix1");
-      x.out += fmt::format("    const mx_u32 rnd = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", lin, q->offset, q->seed);
+      x.out += fmt::format("    const mx_u32 rnd = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", x.linear_index("", "c"), q->offset,
+                           q->seed);
       rnd = "rnd";
     }
     // One value at a time: a hardware pair conversion with a zero partner (FP8 only, byte-sized).

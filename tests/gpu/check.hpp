@@ -34,16 +34,17 @@ inline GpuRunStats& gpu_stats() {
 }
 
 /// Runs `k` on the GPU and the reference on the host for `inputs` (host tensors of the domain
-/// `shape`), and compares every output byte. Returns the number of mismatching bytes.
+/// `shape`), and compares every output byte, then checks that the GPU left the 64 guard bytes
+/// after each output alone. `gpu_inputs`, when given, is what the GPU gets instead (e.g. offsets
+/// it must clamp where the reference gets the clamped ones). Returns the number of bad bytes.
 inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>& inputs, const std::string& label,
-                                       std::vector<int64_t> shape = {}, int64_t groups = 0) {
+                                       std::vector<int64_t> shape = {}, int64_t groups = 0,
+                                       std::vector<HostTensor>* gpu_inputs = nullptr) {
   const Pipeline& p = k.pipeline();
   std::vector<TensorView> host_in, dev_in;
   std::vector<DeviceTensor> dev_in_store;
-  for (HostTensor& h : inputs) {
-    host_in.push_back(h.v);
-    dev_in_store.push_back(DeviceTensor::of(h));
-  }
+  for (HostTensor& h : inputs) host_in.push_back(h.v);
+  for (HostTensor& h : gpu_inputs ? *gpu_inputs : inputs) dev_in_store.push_back(DeviceTensor::of(h));
   for (DeviceTensor& d : dev_in_store) dev_in.push_back(d.v);
   for (size_t i = 0; i < p.inputs().size() && shape.empty(); ++i)
     if (p.inputs()[i].kind == InputDecl::tensor) shape = inputs[i].v.shape;
@@ -76,6 +77,11 @@ inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>&
         ++bad;
       }
     }
+    for (size_t i = n; i < gpu_out[o].bytes.size(); ++i)
+      if (gpu_out[o].bytes[i] != 0x5A) {
+        if (shown++ < 6) MESSAGE(fmt::format("{}: output '{}': guard byte {} written", label, p.outputs()[o].name, i - n));
+        ++bad;
+      }
     gpu_stats().bytes_checked += int64_t(n);
   }
   gpu_stats().launches += 1;

@@ -102,52 +102,17 @@ int64_t check_grouped(const Pipeline& p, DType dt, std::vector<int64_t> shape, b
   REQUIRE(p.inputs()[1].name == "offs");
   REQUIRE(ref_ends.size() == gpu_ends.size());
   const int64_t G = int64_t(ref_ends.size());
-  HostTensor x(dt, shape, col_major_input ? std::vector<int64_t>{1, shape[0]} : std::vector<int64_t>{});
-  fill_random(x, seed, adversarial);
-  HostTensor ref_offs(DType::i32, {G}), gpu_offs(DType::i32, {G});
-  if (G > 0) {
-    std::memcpy(ref_offs.bytes.data(), ref_ends.data(), ref_ends.size() * 4);
-    std::memcpy(gpu_offs.bytes.data(), gpu_ends.data(), gpu_ends.size() * 4);
-  }
-  const DeviceTensor dx = DeviceTensor::of(x), doffs = DeviceTensor::of(gpu_offs);
-  std::vector<HostTensor> ref_out, gpu_out;
-  std::vector<DeviceTensor> dev_out;
-  std::vector<TensorView> ref_views, dev_views;
-  for (size_t o = 0; o < p.outputs().size(); ++o) {
-    const OutputGeometry g = output_geometry(p, int(o), shape, G);
-    ref_out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
-    std::fill(ref_out.back().bytes.begin(), ref_out.back().bytes.end(), uint8_t(0xA5));
-    gpu_out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
-    std::fill(gpu_out.back().bytes.begin(), gpu_out.back().bytes.end(), uint8_t(0x5A));
-    dev_out.push_back(DeviceTensor::of(gpu_out.back()));
-  }
-  for (HostTensor& h : ref_out) ref_views.push_back(h.v);
-  for (DeviceTensor& d : dev_out) dev_views.push_back(d.v);
-  const std::vector<TensorView> ref_in = {x.v, ref_offs.v}, dev_in = {dx.v, doffs.v};
-  reference::run(p, ref_in, ref_views);
-  jit(p)(0, dev_in, dev_views);
-  Stream::null().synchronize();
-  int64_t bad = 0;
-  for (size_t o = 0; o < p.outputs().size(); ++o) {
-    dev_out[o].download(gpu_out[o]);
-    const size_t n = ref_out[o].bytes.size() - 64;  // the view; then 64 guard bytes
-    int shown = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (ref_out[o].bytes[i] != gpu_out[o].bytes[i]) {
-        if (shown++ < 6)
-          MESSAGE(fmt::format("{}: output '{}' byte {}: reference 0x{:02x} gpu 0x{:02x}", label, p.outputs()[o].name, i,
-                              ref_out[o].bytes[i], gpu_out[o].bytes[i]));
-        ++bad;
-      }
-    for (size_t i = n; i < gpu_out[o].bytes.size(); ++i)
-      if (gpu_out[o].bytes[i] != 0x5A) {
-        if (shown++ < 6) MESSAGE(fmt::format("{}: output '{}': guard byte {} written", label, p.outputs()[o].name, i - n));
-        ++bad;
-      }
-    gpu_stats().bytes_checked += int64_t(n);
-  }
-  gpu_stats().launches += 1;
-  return bad;
+  // Two tensors each (HostTensor views point into their own bytes: built, never copied).
+  auto tensors = [&](const std::vector<int32_t>& ends) {
+    std::vector<HostTensor> t;
+    t.emplace_back(dt, shape, col_major_input ? std::vector<int64_t>{1, shape[0]} : std::vector<int64_t>{});
+    fill_random(t.back(), seed, adversarial);
+    t.emplace_back(DType::i32, std::vector<int64_t>{G});
+    if (G > 0) std::memcpy(t.back().bytes.data(), ends.data(), ends.size() * 4);
+    return t;
+  };
+  std::vector<HostTensor> ref_in = tensors(ref_ends), gpu_in = tensors(gpu_ends);
+  return check_against_reference(jit(p), ref_in, label, shape, G, &gpu_in);
 }
 
 /// One (dim, group axis) combination over every group set, both input dtypes and both input
