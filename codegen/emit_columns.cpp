@@ -61,8 +61,8 @@ void emit_scale_write(Ctx& x, int o, int s, int blk_axis, const std::string& blk
   x.out += fmt::format("{}  const unsigned Cp = (nC + {} - 1) / {} * {};\n", ind, ac, ac, ac);
   const std::string base = b == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", b, ar, ar, ar);
   if (pad)
-    x.out += fmt::format("{}  if (R == nR - 1 || C == nC - 1) mx_blocked_pad<{}, {}>(sp, {}, R, C, nR, nC);\n{}}}\n", ind, ar, ac,
-                         b == "0" ? "0" : b, ind);
+    x.out += fmt::format("{}  if (R == nR - 1 || C == nC - 1) mx_blocked_pad<{}, {}>(sp + {}, R, C, nR, nC);\n{}}}\n", ind, ar, ac,
+                         base, ind);
   else
     x.out += fmt::format("{}  sp[{} + mx_blocked_offset32<{}, {}>(R, C, Cp)] = {};\n{}}}\n", ind, base, ar, ac, val, ind);
 }

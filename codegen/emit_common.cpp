@@ -61,13 +61,6 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
   return indent_lines(s, indent);
 }
 
-bool register_leaves(const NodePtr& n) {
-  if (n->op == Op::vec_input || n->op == Op::dequant) return false;
-  for (const NodePtr& a : n->args)
-    if (!register_leaves(a)) return false;
-  return true;
-}
-
 const char* load_fn(DType t) {
   switch (t) {
     case DType::bf16: return "mx_ld_bf16";
@@ -159,9 +152,10 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
   o += "float mult = 0.0f, sval = 0.0f;\n";
   switch (sn->scale_format) {
     case ScaleFormat::e8m0: {
-      o += "if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n";
-      o += sn->policy == NanPolicy::nan_block ? "else if (m == 0x7f800000u) { byte = 255u; flag = 2u; }\n"
-                                              : "else if (m == 0x7f800000u) { byte = 254u; }\n";
+      // NaN (and, with nan_block, Inf) blocks: one compare on the common path.
+      o += sn->policy == NanPolicy::nan_block ? "if (m >= 0x7f800000u) { byte = 255u; flag = 2u; }\n"
+                                              : "if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n"
+                                                "else if (m == 0x7f800000u) { byte = 254u; }\n";
       o += "else if (m == 0u) { byte = 0u; flag = 1u; }\nelse {\n";
       switch (sn->rule) {
         case ScaleRule::floor: o += fmt::format("  byte = mx_scale_floor(m, {});\n", f.emax()); break;
@@ -224,25 +218,31 @@ std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, co
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
 // times scale s's multiplier, the NVFP4 torchao clamp.
 static std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
-                   const std::string& ind) {
+                   const std::string& ind, const std::string& mult) {
   const NodePtr& sn = x.v.scales[size_t(s)];
   std::string r = fmt::format("{}float {} = {};\n", ind, out, in);
   if (q->flush_subnormals)
     r += fmt::format("{0}if ((mx_bits({1}) & 0x7fffffffu) < 0x00800000u) {1} = mx_float(mx_bits({1}) & 0x80000000u);\n", ind, out);
-  r += fmt::format("{}{} *= mult{};\n", ind, out, s);
+  r += fmt::format("{}{} *= {};\n", ind, out, mult);
   if (sn->scale_format == ScaleFormat::e4m3 && sn->convention == Nvfp4Convention::torchao)
     r += fmt::format("{0}{1} = mx_fmin_nan(mx_fmax_nan({1}, -6.0f), 6.0f);\n", ind, out);
   return r;
 }
 
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
-                       const std::function<std::string(int)>& lin, const std::string& ind) {
+                       const std::function<std::string(int)>& lin, const std::string& ind, bool per_column) {
   const bool fp4 = q->elem.packed();
   const int bits = fp4 ? 4 : 8, words = n * bits / 32, per_word = 32 / bits;
   const char* pair_fn = hw_pair_fn(x, q);
+  // The multiplier of element `e` (an expression of the loop variable).
+  auto mult = [&](const std::string& e) { return per_column ? fmt::format("mult{}[{}]", s, e) : fmt::format("mult{}", s); };
+  // Per-element scales: the block flags come as per-word masks (codes kept, fill codes).
+  auto apply_masks = [&] {
+    for (int w = 0; w < words; ++w) x.out += fmt::format("{0}wd[{1}] = (wd[{1}] & keep{2}[{1}]) | fill{2}[{1}];\n", ind, w, s);
+  };
   if (pair_fn) {
     x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
-    x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ") + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
+    x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e")) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
     for (int e = 0; e < n; e += 2) x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
   } else {
     // Software encoder: codes pair by pair with the block flag applied per element, then packed.
@@ -250,12 +250,13 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     // encoder's results directly into words miscompared on the H200 and is not used.)
     x.out += fmt::format("{0}mx_u32 code[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; e += 2) {{\n", ind, n);
     for (int h = 0; h < 2; ++h) {
-      x.out += scaled(x, q, s, fmt::format("{}[e + {}]", src, h), fmt::format("y{}", h), ind + "  ");
+      x.out += scaled(x, q, s, fmt::format("{}[e + {}]", src, h), fmt::format("y{}", h), ind + "  ", mult(fmt::format("e + {}", h)));
       if (q->round == Round::stochastic)
         x.out += fmt::format("{}  const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", ind, h, lin(h), q->offset, q->seed);
     }
     x.out += fmt::format("{}  mx_u32 k0 = {}, k1 = {};\n", ind, encode_call(x, q, "y0", "rnd0"), encode_call(x, q, "y1", "rnd1"));
-    x.out += fmt::format("{0}  if (flag{1}) {{ k0 = flag{1} == 1u ? 0u : {2}u; k1 = k0; }}\n", ind, s, nan_code(q->elem));
+    if (!per_column)
+      x.out += fmt::format("{0}  if (flag{1}) {{ k0 = flag{1} == 1u ? 0u : {2}u; k1 = k0; }}\n", ind, s, nan_code(q->elem));
     x.out += fmt::format("{0}  code[e] = k0; code[e + 1] = k1;\n{0}}}\n", ind);
     x.out += fmt::format("{}mx_u32 wd[{}];\n", ind, words);
     for (int w = 0; w < words; ++w) {
@@ -264,6 +265,7 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
         v += fmt::format("{}((code[{}] & {}u) << {})", j ? " | " : "", w * per_word + j, (1 << bits) - 1, j * bits);
       x.out += fmt::format("{}wd[{}] = {};\n", ind, w, v);
     }
+    if (per_column) apply_masks();
     return;
   }
   x.out += fmt::format("{}mx_u32 wd[{}];\n", ind, words);
@@ -272,6 +274,10 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     for (int e = w * per_word; e < (w + 1) * per_word; e += 2)
       v += fmt::format("{}(pr{} << {})", v.empty() ? "" : " | ", e / 2, (e % per_word) * bits);
     x.out += fmt::format("{}wd[{}] = {};\n", ind, w, v);
+  }
+  if (per_column) {
+    apply_masks();
+    return;
   }
   const unsigned fill = unsigned(nan_code(q->elem)) * (fp4 ? 0x11111111u : 0x01010101u);
   x.out += fmt::format("{0}if (flag{1}) {{\n{0}  const mx_u32 f_ = flag{1} == 1u ? 0u : {2}u;\n", ind, s, fill);

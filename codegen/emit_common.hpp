@@ -59,9 +59,6 @@ struct Ctx {
 };
 
 
-/// True when every leaf of `n` is a full-rank input or a constant: the value can then be computed
-/// for out-of-range elements (from zero-filled registers) and masked afterwards, with no loads.
-bool register_leaves(const NodePtr& n);
 /// The scalar load function for a stored type ("mx_ld_bf16", ...).
 const char* load_fn(DType t);
 /// Template arguments of mx_encode_sw / mx_decode_sw for a format.
@@ -103,9 +100,11 @@ int nan_code(const ElemFormat& f);
 /// NVFP4 torchao clamp) packed into `mx_u32 wd[]` (bytes, or nibbles for FP4, lowest element in
 /// the lowest bits) with scale s's block flag applied to whole words (zero block: 0; NaN block:
 /// the NaN code everywhere). `lin(0)` is the C expression of element e's row-major linear index
-/// (the Philox counter; only used for stochastic rounding).
+/// (the Philox counter; only used for stochastic rounding). With `per_column`, every element has
+/// its own scale: multipliers `mult<s>[e]`, and the flags come as per-word masks `keep<s>[w]`
+/// (0xff.. where codes stand) and `fill<s>[w]` (the zero or NaN codes of flagged elements).
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
-                       const std::function<std::string(int)>& lin, const std::string& ind);
+                       const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false);
 /// Stores wd[] (from emit_packed_codes, n codes) at byte pointer `ob`: one vector store when
 /// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds.
 void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,

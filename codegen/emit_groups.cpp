@@ -15,7 +15,10 @@
 
 namespace mxjit::detail {
 
-void emit_grouped_kernel(Ctx& x) {
+namespace {
+
+// The scalar kernel: one thread per column, one element per load (any strides and types).
+void emit_grouped_scalar(Ctx& x) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
   const int koff = x.p.input_index(block_of(sn).offsets);
@@ -78,6 +81,148 @@ void emit_grouped_kernel(Ctx& x) {
                          o, ar, o, ar, o, ac);
   }
   x.out += "}\n";
+}
+
+// The vector kernel: a CTA owns one group and W = tile_c columns; a thread owns 8 neighbouring
+// columns (16-byte loads) and every RL-th row of the group, RL = threads / (W / 8):
+//
+//            c0 .. c0+W-1 (one CTA)
+//   row_s    | t0 | t1 | .. | t(W/8-1) |    pass 1: U loads per thread in flight; column maxima
+//   row_s+1  | t(W/8) ...              |            in registers, then across row lanes in smem;
+//   ...      (rows of the group, strided by RL)     the first tile_r rows also kept in smem
+//   row_e-1  |                         |    pass 2: those rows from smem, the rest read again
+//                                                   (mostly from L2), codes stored 8 at a time
+// Two passes are inherent (a group's scale needs all its rows first). The shared-memory row cache
+// is also what caps CTAs per SM (Plan::min_blocks): few CTAs in flight keep the re-read rows in L2.
+//
+//   shared memory: [ cache: tile_r rows x W inputs ][ red: RL x W maxima ][ mult: W ][ flag: W ]
+void emit_grouped_vector(Ctx& x) {
+  const Plan& pl = x.plan;
+  const NodePtr& sn = x.v.scales[0];
+  const int koff = x.p.input_index(block_of(sn).offsets);
+  const int ar = pl.ax_r, ac = pl.ax_c;
+  int k = -1;
+  for (size_t i = 0; i < x.p.inputs().size(); ++i)
+    if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
+  const DType dt = x.p.inputs()[size_t(k)].dtype;
+  const bool f32 = dt == DType::f32;
+  const int W = pl.tile_c, TC = W / 8, RL = pl.threads / TC, U = pl.unroll, NW = f32 ? 8 : 4, CR = pl.tile_r;
+  const std::string ix = fmt::format("ix{}", ar);
+  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads,
+                       pl.min_blocks, pl.kernel_name);
+  x.out += "  extern __shared__ float4 mx_smem4[];\n";
+  x.out += fmt::format("  mx_v16* const cache = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}]: the group's first rows\n", CR,
+                       TC * NW / 4);
+  x.out += fmt::format("  mx_u32* const red = reinterpret_cast<mx_u32*>(cache + {});  // [{}][{}]: column maxima per row lane\n",
+                       CR * TC * NW / 4, RL, W);
+  x.out += fmt::format("  float* const s_mult = reinterpret_cast<float*>(red + {});  // [{}]\n", RL * W, W);
+  x.out += fmt::format("  mx_u32* const s_flag = reinterpret_cast<mx_u32*>(s_mult + {});  // [{}]\n", W, W);
+  x.out += fmt::format("  const int* const ends = static_cast<const int*>(P.in[{}]);\n", koff);
+  x.out += fmt::format("  const mx_i64 G = P.tiles_r, g = blockIdx.y, n_r = P.shape[{}], n_c = P.shape[{}];\n", ar, ac);
+  // Offsets are trusted on the GPU (no host round trip to validate them): clamped into range.
+  x.out += "  mx_i64 row_s = g == 0 ? 0 : mx_i64(ends[g - 1]), row_e = g < G ? mx_i64(ends[g]) : n_r;\n";
+  x.out += "  row_s = row_s < 0 ? 0 : (row_s > n_r ? n_r : row_s);\n";
+  x.out += "  row_e = row_e < row_s ? row_s : (row_e > n_r ? n_r : row_e);\n";
+  x.out += fmt::format("  const int tc = threadIdx.x % {0}, rl = threadIdx.x / {0};\n", TC);
+  x.out += fmt::format("  const mx_i64 c0 = mx_i64(blockIdx.x) * {} + tc * 8;  // this thread's columns c0 .. c0+7 (axis {})\n", W, ac);
+  x.out += "  const bool cols_full = c0 + 8 <= n_c;\n";
+  const char* et = f32 ? "float" : "mx_u16";
+  x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + c0;\n", et, k);
+  x.out += fmt::format("  const mx_i64 in_sr = P.in_stride[{}][{}];\n", k, ar);
+  // U rows of 8 columns into w[u][] (zeros outside), all issued before any is used; rows below
+  // tile_r come from the cache in pass 2 (`cached`) and go into it in pass 1 (`fill`).
+  auto loads = [&](bool cached) {
+    std::string l = fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U, NW, U);
+    l += fmt::format("      const mx_i64 {} = r + u * {};\n      const {}* const p = src + {} * in_sr;\n", ix, RL, et, ix);
+    if (cached) {
+      l += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR);
+      for (int h = 0; h < NW / 4; ++h)
+        l += fmt::format("        {{ const mx_v16 v = cache[({} - row_s) * {} + tc * {} + {}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
+                         ix, TC * NW / 4, NW / 4, h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+      l += "      } else ";
+    } else {
+      l += "      ";
+    }
+    l += fmt::format("if ({} < row_e && cols_full) {{\n", ix);
+    for (int h = 0; h < NW / 4; ++h)
+      l += fmt::format("        {{ const mx_v16 v = mx_ld16(p + {0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
+                       4 * h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+    l += fmt::format("      }} else {{\n#pragma unroll\n        for (int e = 0; e < {}; ++e) w[u][e] = 0u;\n", NW);
+    l += fmt::format("        if ({} < row_e) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ", ix);
+    l += f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n";
+    l += "      }\n    }\n";
+    return l;
+  };
+  // The element values of row u into x<k>[8], then val[8] (the root, unguarded: register leaves).
+  std::string unpack = fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= row_e) continue;\n", ix, RL, ix);
+  unpack += fmt::format("      float x{}[8];\n", k);
+  if (f32) unpack += fmt::format("#pragma unroll\n      for (int e = 0; e < 8; ++e) x{}[e] = mx_float(w[u][e]);\n", k);
+  else if (dt == DType::bf16) unpack += fmt::format("      mx_unpack_bf16x8(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", k);
+  else unpack += fmt::format("      mx_unpack_f16x8(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", k);
+  ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
+  std::string eval;
+  const std::string v = em.emit(x.v.roots[0], eval, "        ");
+  unpack += fmt::format("      float val[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) {{\n        const mx_i64 c = c0 + e;\n        (void)c;\n{}        val[e] = {};\n      }}\n",
+                        eval, v);
+  const std::string loop = fmt::format("  for (mx_i64 r = row_s + rl; r < row_e; r += {}) {{\n", RL * U);
+
+  x.out += "  // Pass 1: column maxima of the group's rows (none for the rows past the last end).\n";
+  x.out += "  mx_u32 m[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};\n  if (g < G)\n" + loop + loads(false);
+  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack;
+  x.out += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR);
+  for (int h = 0; h < NW / 4; ++h)
+    x.out += fmt::format("        cache[({} - row_s) * {} + tc * {} + {}] = mx_v16{{w[u][{}], w[u][{}], w[u][{}], w[u][{}]}};\n", ix,
+                         TC * NW / 4, NW / 4, h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+  x.out += "      }\n#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
+  if (x.v.scale_flush[0]) x.out += "        if (a < 0x00800000u) a = 0u;\n";
+  x.out += "        m[e] = a > m[e] ? a : m[e];\n      }\n    }\n  }\n";
+  x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) red[rl * {} + tc * 8 + e] = m[e];\n  __syncthreads();\n", W);
+  x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
+  x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", RL, W);
+  x.out += scale_from_amax(sn, "    ");
+  x.out += "    if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
+  x.out += fmt::format("    const mx_i64 c = mx_i64(blockIdx.x) * {} + cw;\n", W);
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::scales) continue;
+    const bool fs = out.dtype == DType::f32;
+    x.out += fmt::format("    if (g < G && c < n_c) static_cast<{}*>(P.out[{}])[g * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = {};\n",
+                         fs ? "float" : "mx_u8", o, o, ar, o, ac, fs ? "(sval != sval ? mx_float(0x7fc00000u) : sval)" : "mx_u8(byte)");
+  }
+  x.out += "    s_mult[cw] = mult;\n    s_flag[cw] = flag;\n  }\n  __syncthreads();\n";
+  // This thread's 8 multipliers, and its flags as per-word masks (codes kept / zero or NaN fill).
+  x.out += "  float mult0[8];\n#pragma unroll\n  for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::elems) continue;
+    const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
+    x.out += "  mx_u32 keep0[2], fill0[2];\n#pragma unroll\n  for (int w = 0; w < 2; ++w) {\n    keep0[w] = 0u; fill0[w] = 0u;\n";
+    x.out += "#pragma unroll\n    for (int j = 0; j < 4; ++j) {\n      const mx_u32 f = s_flag[tc * 8 + w * 4 + j];\n";
+    x.out += fmt::format("      keep0[w] |= (f == 0u ? 255u : 0u) << (8 * j);\n      fill0[w] |= (f == 2u ? {}u : 0u) << (8 * j);\n    }}\n  }}\n",
+                         nan_code(q->elem));
+    break;  // one quantize (the plan's rule for jagged groups); 8-bit codes (FP4 needs fixed blocks)
+  }
+  x.out += "  // Pass 2: the same rows again, scaled and encoded.\n" + loop + loads(true);
+  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack;
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::elems) continue;
+    const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
+    x.out += fmt::format("      {{  // output '{}' ({})\n", out.name, q->elem.str());
+    emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); },
+                      "        ", true);
+    x.out += fmt::format("        mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", o, x.out_offset(o, "", "c0"));
+    emit_store_codes(x, q, 8, fmt::format("cols_full && P.out_stride[{}][{}] == 1", o, ac), "c0 + e < n_c", "        ");
+    x.out += "      }\n";
+  }
+  x.out += "    }\n  }\n}\n";
+}
+
+}  // namespace
+
+void emit_grouped_kernel(Ctx& x) {
+  if (x.plan.col_w == 8) emit_grouped_vector(x);
+  else emit_grouped_scalar(x);
 }
 
 }  // namespace mxjit::detail

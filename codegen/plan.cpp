@@ -133,6 +133,25 @@ bool columns_apply(const Pipeline& p, const ValueSet& v, const Plan& plan, const
   return along_r;
 }
 
+// The grouped vector kernel (emit_groups.cpp) applies: one bf16/f16/f32 tensor input read with
+// 16-byte loads along ax_c, a root computed from registers only, and codes stored along ax_c
+// (FP4 codes, packed along the group axis, never are).
+bool grouped_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
+  int tensors = 0;
+  for (size_t k = 0; k < p.inputs().size(); ++k) {
+    const InputDecl& in = p.inputs()[k];
+    if (in.kind == InputDecl::offsets) continue;
+    if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16 && in.dtype != DType::f32))
+      return false;
+    if (k >= sc.unit_axis.size() || sc.unit_axis[k] != plan.ax_c || !sc.aligned[k]) return false;
+    ++tensors;
+  }
+  if (tensors != 1 || v.roots.size() != 1 || !register_leaves(v.roots[0])) return false;
+  for (const Output& o : p.outputs())
+    if (o.kind == OutputKind::elems && o.layout.order(p.rank()).back() != plan.ax_c) return false;
+  return true;
+}
+
 int first_tensor_input(const Pipeline& p) {
   for (size_t i = 0; i < p.inputs().size(); ++i)
     if (p.inputs()[i].kind == InputDecl::tensor || p.inputs()[i].kind == InputDecl::codes) return int(i);
@@ -159,11 +178,38 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.kind = Plan::Kind::grouped;
     plan.ax_r = block_of(sn).axes[0];
     plan.ax_c = 1 - plan.ax_r;
-    plan.threads = 256;
     plan.tile_r = 1;
-    plan.tile_c = 256;
-    plan.smem_bytes = 0;
     plan.roots = 1;
+    plan.smem_bytes = 0;
+    if (grouped_vector_applies(p, values, plan, sc)) {
+      // col_w 8: the vector kernel (emit_groups.cpp), 8 columns per thread. Shared memory caps
+      // CTAs per SM at min_blocks and, beyond the reduction's arrays, caches the first tile_r rows
+      // of the CTA's group for the second pass; the rest are re-read (from L2 while few CTAs run).
+      plan.col_w = 8;
+      plan.tile_c = tuning.tile_c ? tuning.tile_c : 64;
+      plan.threads = tuning.threads ? tuning.threads : 256;
+      plan.unroll = tuning.unroll ? tuning.unroll : 8;
+      plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : 2;
+      if (plan.tile_c != 32 && plan.tile_c != 64 && plan.tile_c != 128 && plan.tile_c != 256)
+        throw UsageError(fmt::format("tuning: tile_c {} of the grouped kernel must be 32, 64, 128 or 256", plan.tile_c));
+      if (plan.threads % 32 || plan.threads < plan.tile_c / 8 || plan.threads > 1024 || plan.unroll < 1 || plan.unroll > 16 ||
+          plan.min_blocks < 1 || plan.min_blocks > 8)
+        throw UsageError(fmt::format("tuning: grouped kernel threads {} (32..1024, a multiple of 32), unroll {} (1..16), "
+                                     "min_blocks {} (1..8)", plan.threads, plan.unroll, plan.min_blocks));
+      int esize = 2;
+      for (const InputDecl& in : p.inputs())
+        if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype));
+      const int rl = plan.threads / (plan.tile_c / 8);
+      const int need = (rl * plan.tile_c + 2 * plan.tile_c) * 4;
+      // At most min_blocks CTAs of (smem + 1 KiB reserved) fit the SM's 228 KiB.
+      const int budget = std::min(233472 / plan.min_blocks - 1024, 227 * 1024) / 16 * 16;
+      plan.tile_r = std::max(0, (budget - need) / (plan.tile_c * esize));
+      plan.smem_bytes = need + plan.tile_r * plan.tile_c * esize;
+    } else {
+      plan.col_w = 1;
+      plan.threads = 256;
+      plan.tile_c = 256;
+    }
     plan.kernel_name = "mxjit_" + p.hash().hex().substr(0, 16);
     return plan;
   }
@@ -279,9 +325,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     for (const NodePtr& q : values.quantizes)
       light = light && (q->elem == e4m3 || q->elem == e5m2) && q->round == Round::nearest_even && !q->flush_subnormals;
     for (const NodePtr& r : values.roots) light = light && r->op == Op::input;
-    bool blocked = false;  // blocked scales: 1 chunk per thread fits 32 registers (239.5 us, explore)
-    for (const Output& o : p.outputs()) blocked = blocked || (o.kind == OutputKind::scales && o.layout.is_blocked());
-    plan.unroll = tuning.unroll ? tuning.unroll : (light && blocked ? 1 : 2);
+    plan.unroll = tuning.unroll ? tuning.unroll : 2;
     plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : (light ? 8 : 6);
     plan.threads = tuning.threads ? tuning.threads : 256;
     plan.smem_bytes = 0;

@@ -43,4 +43,11 @@ ValueSet collect_values(const Pipeline& p) {
   return v;
 }
 
+bool register_leaves(const NodePtr& n) {
+  if (n->op == Op::vec_input || n->op == Op::dequant) return false;
+  for (const NodePtr& a : n->args)
+    if (!register_leaves(a)) return false;
+  return true;
+}
+
 }  // namespace mxjit::detail

@@ -22,4 +22,8 @@ struct ValueSet {
 /// Collects the distinct roots, scales and quantizations of `p`.
 ValueSet collect_values(const Pipeline& p);
 
+/// True when every leaf of `n` is a full-rank input or a constant: the value can then be computed
+/// for out-of-range elements (from zero-filled registers) and masked afterwards, with no loads.
+bool register_leaves(const NodePtr& n);
+
 }  // namespace mxjit::detail

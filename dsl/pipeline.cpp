@@ -179,7 +179,11 @@ Pipeline pipeline(std::vector<Output> outputs) {
       // FP4 packs pairs along the innermost stored axis; that axis must be a block axis so that
       // a pair never straddles an odd tail (its extent is checked at launch).
       int inner = o.layout.order(c.rank).back();
-      if (!block_of(o.node).blocks_axis(inner) || block_of(o.node).jagged())
+      if (block_of(o.node).jagged())
+        throw UsageError(fmt::format("output '{}': FP4 codes need fixed blocks ({} are jagged groups, whose odd sizes "
+                                     "would split the byte pairs); cast to an 8-bit format",
+                                     o.name, block_of(o.node).str()));
+      if (!block_of(o.node).blocks_axis(inner))
         throw UsageError(fmt::format(
             "output '{}': FP4 packs two codes per byte along the innermost stored axis ({}), which must be the "
             "block axis ({}); choose a layout whose innermost axis is the block axis",

@@ -32,7 +32,23 @@ void store_tuning(const Pipeline& p, const Target& t, const StrideClass& sc, con
 
 std::vector<Tuning> tuning_candidates(const Pipeline& p, const Target& t, const StrideClass& sc) {
   std::vector<Tuning> out{Tuning{}};
-  const Plan::Kind kind = make_plan(p, t, sc).kind;
+  const Plan base = make_plan(p, t, sc);
+  const Plan::Kind kind = base.kind;
+  if (kind == Plan::Kind::grouped) {
+    // The vector kernel: columns per CTA x rows in flight per thread x CTAs per SM (the cap that
+    // keeps a CTA's rows in L2 between its two passes). The scalar kernel has nothing to tune.
+    if (base.col_w == 8)
+      for (int w : {32, 64, 128})
+        for (int u : {4, 8})
+          for (int mb : {1, 2, 3, 4}) {
+            Tuning x;
+            x.tile_c = w;
+            x.unroll = u;
+            x.min_blocks = mb;
+            out.push_back(x);
+          }
+    return out;
+  }
   if (kind == Plan::Kind::columns)
     for (int rows : {8, 16})
       for (int mb : {1, 2, 3, 4}) {

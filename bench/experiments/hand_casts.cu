@@ -4,7 +4,8 @@
 //   ./hand_casts 16384 16384
 // dim0_A/B: dim0 MXFP8-like casts (simplified FLOOR scale); dim1_C/G/H: dim1 casts with different
 // per-column store widths (32, 64, 128 contiguous bytes per warp store); fused_F/H: dim0+dim1.
-// MODE 1/2 of dim1_G/H time the write side / read side alone. README.md quotes the results.
+// MODE 1/2 of dim1_G/H time the write side / read side alone; dim0_S compares scale layouts.
+// README.md quotes the results.
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdint>
@@ -68,6 +69,36 @@ __global__ void __launch_bounds__(256) dim0_B(const uint4* __restrict__ in, uint
     u32 o1 = cvt2(bf_lo(w[2]) * mult, bf_hi(w[2]) * mult) | (cvt2(bf_lo(w[3]) * mult, bf_hi(w[3]) * mult) << 16);
     out[(size_t(r0 + r) * K) / 8 + s] = make_uint2(o0, o1);
     if ((threadIdx.x & 3) == 0) sc[size_t(r0 + r) * (K / 32) + s / 4] = byte;
+  }
+}
+// ---- dim0 S: dim0_B with the scales written linear (MODE 0), blocked 128x4 (MODE 1), or with the
+// blocked offset computed but the byte written at the linear address (MODE 2: the arithmetic alone)
+template <int R, int MODE>
+__global__ void __launch_bounds__(256) dim0_S(const uint4* __restrict__ in, uint2* __restrict__ out, uint8_t* __restrict__ sc, u32 M, u32 K) {
+  const u32 s = blockIdx.x * 256 + threadIdx.x; if (s >= K / 8) return;
+  const u32 r0 = blockIdx.y * R;
+  uint4 v[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) v[r] = __ldg(in + (size_t(r0 + r) * K) / 8 + s);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const u32* w = reinterpret_cast<const u32*>(&v[r]);
+    u32 m = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) m = pmax(m, w[i]);
+    m = max(m, __shfl_xor_sync(~0u, m, 1)); m = max(m, __shfl_xor_sync(~0u, m, 2));
+    u32 byte; float mult; scale_of(m, byte, mult);
+    u32 o0 = cvt2(bf_lo(w[0]) * mult, bf_hi(w[0]) * mult) | (cvt2(bf_lo(w[1]) * mult, bf_hi(w[1]) * mult) << 16);
+    u32 o1 = cvt2(bf_lo(w[2]) * mult, bf_hi(w[2]) * mult) | (cvt2(bf_lo(w[3]) * mult, bf_hi(w[3]) * mult) << 16);
+    out[(size_t(r0 + r) * K) / 8 + s] = make_uint2(o0, o1);
+    if ((threadIdx.x & 3) == 0) {
+      const u32 row = r0 + r, c = s / 4, cp = (K / 32 + 3) / 4 * 4;
+      const u32 boff = ((row / 128) * (cp / 4) + c / 4) * 512 + (row % 32) * 16 + ((row % 128) / 32) * 4 + c % 4;
+      const size_t lin = size_t(row) * (K / 32) + c;
+      if (MODE == 0) sc[lin] = byte;
+      else if (MODE == 1) sc[boff] = byte;
+      else sc[lin] = byte + (boff == 0xffffffffu);
+    }
   }
 }
 // ---- dim1 C: thread = 32 rows x W cols (W=2,4,8): loads of 2W bytes; out col-major (K, M); scales (K, M/32)
@@ -267,6 +298,13 @@ int main(int argc, char** argv) {
   rep("dim0_B R=2", timeit([&](int i) { dim0_B<2><<<dim3((K / 8 + 255) / 256, M / 2), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
   rep("dim0_B R=4", timeit([&](int i) { dim0_B<4><<<dim3((K / 8 + 255) / 256, M / 4), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
   rep("dim0_B R=8", timeit([&](int i) { dim0_B<8><<<dim3((K / 8 + 255) / 256, M / 8), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
+  rep("dim0_S R=2 linear", timeit([&](int i) { dim0_S<2, 0><<<dim3((K / 8 + 255) / 256, M / 2), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
+  rep("dim0_S R=2 blocked", timeit([&](int i) { dim0_S<2, 1><<<dim3((K / 8 + 255) / 256, M / 2), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
+  rep("dim0_S R=2 blocked math", timeit([&](int i) { dim0_S<2, 2><<<dim3((K / 8 + 255) / 256, M / 2), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
+  rep("dim0_S R=1 linear", timeit([&](int i) { dim0_S<1, 0><<<dim3((K / 8 + 255) / 256, M / 1), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
+  rep("dim0_S R=1 blocked", timeit([&](int i) { dim0_S<1, 1><<<dim3((K / 8 + 255) / 256, M / 1), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
+  rep("dim0_S R=1 blocked math", timeit([&](int i) { dim0_S<1, 2><<<dim3((K / 8 + 255) / 256, M / 1), 256>>>((const uint4*)in[i % NB], (uint2*)o0, s0, M, K); }), b1);
+  if (argc > 3) return 0;  // dim0 only
   rep("dim1_C W=2", timeit([&](int i) { dim1_C<2><<<dim3((K / 2 + 255) / 256, M / 32), 256>>>(in[i % NB], o1, s1, M, K); }), b1);
   rep("dim1_C W=4", timeit([&](int i) { dim1_C<4><<<dim3((K / 4 + 255) / 256, M / 32), 256>>>(in[i % NB], o1, s1, M, K); }), b1);
   rep("dim1_C W=8", timeit([&](int i) { dim1_C<8><<<dim3((K / 8 + 255) / 256, M / 32), 256>>>(in[i % NB], o1, s1, M, K); }), b1);

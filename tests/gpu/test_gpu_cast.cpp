@@ -1,6 +1,8 @@
 // GPU bit-exactness: every generated variant against the CPU reference, every byte, poisoned
 // outputs, random and adversarial inputs. Skips (one line per test) without a GPU.
 #include <doctest/doctest.h>
+
+#include <array>
 #include <fmt/format.h>
 
 #include "gpu/check.hpp"
@@ -258,6 +260,59 @@ TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes
         ++cases;
       }
   MESSAGE("jagged group cases: " << cases);
+}
+
+TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column tails, tunings") {
+  MXJIT_REQUIRE_GPU();
+  // Row-major input, codes along the rows: the 16-byte-load kernel (two passes per CTA).
+  auto make = [](DType dt, ElemFormat f, int kind) {
+    auto x = input("x", dt, rank(2));
+    Expr v = kind == 3 ? gelu(x * 0.75, Gelu::tanh) : Expr(x);
+    Scale s = kind == 0 ? f32_scale(amax(groups(v, 0, offsets("offs"))), f)
+                       : e8m0_scale(amax(groups(v, 0, offsets("offs"))), f, kind == 2 ? ScaleRule::floor : ScaleRule::rceil);
+    CastOptions o;
+    o.seed = 7;
+    const Round rnd = kind == 2 ? Round::stochastic : Round::nearest_even;
+    return pipeline({output("q", cast(f, v / s, rnd, Saturate::finite, o)), output("s", s)});
+  };
+  struct Case { DType dt; ElemFormat f; int kind; };
+  const Case cases[] = {{DType::bf16, e4m3, 0}, {DType::f16, e4m3, 1}, {DType::f32, e5m2, 0},
+                        {DType::bf16, e2m3, 1}, {DType::bf16, int8, 1}, {DType::bf16, e4m3, 2}, {DType::bf16, e4m3, 3}};
+  const std::vector<std::vector<int32_t>> group_ends = {{0, 1, 32, 65, 1065, 1100}, {300, 300, 300, 700},
+                                                        {5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 1100}};
+  const std::vector<int64_t> widths = {96, 77, 520};
+  int n = 0;
+  for (const Case& c : cases) {
+    const Pipeline p = make(c.dt, c.f, c.kind);
+    std::vector<detail::Tuning> tunings(1);
+    // Columns per CTA x threads x rows in flight x CTAs per SM (which sizes the row cache: from
+    // ~150 rows at 8 CTAs/SM to ~890 at 1, so groups of 1000 rows take both second-pass paths).
+    if (n == 0)
+      for (auto [w, th, u, mb] : {std::array{128, 512, 3, 1}, std::array{256, 64, 1, 1}, std::array{32, 256, 5, 8}}) {
+        detail::Tuning t;
+        t.tile_c = w;
+        t.threads = th;
+        t.unroll = u;
+        t.min_blocks = mb;
+        tunings.push_back(t);
+      }
+    for (const detail::Tuning& t : tunings) {
+      Kernel k = jit(p, current_target(), t);
+      for (const auto& ends : group_ends)
+        for (int64_t cols : widths) {
+          std::vector<HostTensor> in;
+          in.emplace_back(c.dt, std::vector<int64_t>{1100, cols});
+          fill_random(in.back(), uint64_t(n + 300), n % 3 == 1);
+          in.emplace_back(DType::i32, std::vector<int64_t>{int64_t(ends.size())});
+          std::memcpy(in.back().bytes.data(), ends.data(), ends.size() * 4);
+          CHECK(check_against_reference(k, in, fmt::format("vector groups {} {} kind {} {}", dtype_name(c.dt), c.f.str(), c.kind,
+                                                           t.str()),
+                                        {1100, cols}, int64_t(ends.size())) == 0);
+          ++n;
+        }
+    }
+  }
+  MESSAGE("vector jagged group cases: " << n);
 }
 
 TEST_CASE("run record") {

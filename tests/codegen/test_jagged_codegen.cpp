@@ -1,0 +1,119 @@
+// Jagged token groups (per-group scales from a device offsets array) in generated code, without a
+// GPU: which grouped kernel each input order gets, the tunings it accepts, and that every variant
+// the GPU tests run compiles with NVRTC for sm_90a and sm_100a.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <future>
+#include <string>
+#include <vector>
+
+#include "codegen/emit.hpp"
+#include "dsl/errors.hpp"
+#include "runtime/compile.hpp"
+
+using namespace mxjit;
+using namespace mxjit::detail;
+
+namespace {
+
+/// A cast of x (or of a prologue of it) with one scale per column per group of rows (group_axis
+/// 0) or per row per group of columns (1).
+Pipeline jagged(DType dt, ElemFormat f, bool f32_scales, int group_axis = 0, Layout codes = layout::row_major(),
+                bool prologue = false, Round rnd = Round::nearest_even) {
+  auto x = input("x", dt, rank(2));
+  Expr v = prologue ? gelu(x * 0.75, Gelu::tanh) : Expr(x);
+  Scale s = f32_scales ? f32_scale(amax(groups(v, group_axis, offsets("offs"))), f)
+                       : e8m0_scale(amax(groups(v, group_axis, offsets("offs"))), f, ScaleRule::rceil);
+  CastOptions o;
+  o.seed = 3;
+  return pipeline({output("q", cast(f, v / s, rnd, Saturate::finite, o), codes), output("s", s)});
+}
+
+/// x with unit stride along `unit` (16-byte aligned), offsets contiguous.
+StrideClass order(int unit) { return StrideClass{{unit, 0}, {true, false}}; }
+
+}  // namespace
+
+TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's columns, the scalar one otherwise") {
+  const Target t = Target::parse("sm_90a");
+  for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+    const GeneratedKernel k = generate(jagged(dt, e4m3, true), t, order(1));
+    CAPTURE(dtype_name(dt));
+    CHECK(k.plan.kind == Plan::Kind::grouped);
+    CHECK(k.plan.col_w == 8);
+    CHECK(k.plan.tile_c == 64);
+    // Shared memory caps CTAs per SM at min_blocks (2): 3 CTAs and their reserved 1 KiB overflow 228 KiB.
+    CHECK(k.plan.min_blocks == 2);
+    CHECK(3 * (k.plan.smem_bytes + 1024) > 233472);
+    CHECK(2 * (k.plan.smem_bytes + 1024) <= 233472);
+    // The rest of the shared memory caches the group's first rows: 836 bf16 rows of 64 columns.
+    CHECK(k.plan.tile_r == (dt == DType::f32 ? 418 : 836));
+    CHECK(k.source.find("cache[") != std::string::npos);
+    CHECK(k.source.find("mx_ld16") != std::string::npos);
+    CHECK(k.source.find("Pass 2") != std::string::npos);
+  }
+  // Column-major input, codes written column-major, groups along the unit-stride axis: scalar.
+  CHECK(generate(jagged(DType::bf16, e4m3, true), t, order(0)).plan.col_w == 1);
+  CHECK(generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1)).plan.col_w == 1);
+  CHECK(generate(jagged(DType::bf16, e4m3, true, 1), t, order(1)).plan.col_w == 1);
+  CHECK(generate(jagged(DType::bf16, e4m3, true, 1, layout::col_major()), t, order(0)).plan.col_w == 8);
+  // FP4 codes cannot pack pairs across jagged groups: refused when the pipeline is built.
+  CHECK_THROWS_WITH_AS(jagged(DType::bf16, e2m1, false, 0, layout::col_major()),
+                       doctest::Contains("FP4 codes need fixed blocks"), UsageError);
+  // Tunings: columns per CTA, threads, rows in flight, CTAs per SM; bad values name the rule.
+  Tuning tu;
+  tu.tile_c = 128;
+  tu.threads = 512;
+  tu.unroll = 4;
+  tu.min_blocks = 1;
+  const Plan pl = generate(jagged(DType::bf16, e4m3, true), t, order(1), tu).plan;
+  CHECK(pl.tile_c == 128);
+  CHECK(pl.threads == 512);
+  CHECK(pl.unroll == 4);
+  CHECK(pl.smem_bytes > 233472 / 2 - 1024);
+  Tuning bad;
+  bad.tile_c = 96;
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad),
+                       doctest::Contains("tile_c 96 of the grouped kernel must be 32, 64, 128 or 256"), UsageError);
+  bad = Tuning{};
+  bad.unroll = 17;
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad), doctest::Contains("unroll 17 (1..16)"),
+                       UsageError);
+}
+
+TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
+  struct Variant {
+    std::string name;
+    Pipeline p;
+    StrideClass sc;
+  };
+  std::vector<Variant> vs;
+  for (ElemFormat f : {e4m3, e5m2, e2m3, e3m2, int8})
+    for (int unit : {1, 0})
+      vs.push_back({fmt::format("bf16 {} unit axis {}", f.str(), unit), jagged(DType::bf16, f, f == e4m3, 0), order(unit)});
+  for (DType dt : {DType::f16, DType::f32})
+    for (int unit : {1, 0})
+      vs.push_back({fmt::format("{} unit axis {}", dtype_name(dt), unit), jagged(dt, e4m3, false, 0), order(unit)});
+  vs.push_back({"prologue", jagged(DType::bf16, e4m3, false, 0, layout::row_major(), true), order(1)});
+  vs.push_back({"stochastic rounding", jagged(DType::bf16, e4m3, false, 0, layout::row_major(), false, Round::stochastic), order(1)});
+  vs.push_back({"groups along columns", jagged(DType::bf16, e4m3, true, 1), order(1)});
+  vs.push_back({"groups along columns, col-major", jagged(DType::bf16, e4m3, true, 1, layout::col_major()), order(0)});
+  vs.push_back({"col-major codes", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1)});
+  int compiled = 0;
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    const Target t = Target::parse(arch);
+    std::vector<std::future<std::string>> jobs;
+    for (const Variant& v : vs)
+      jobs.push_back(std::async(std::launch::async, [&t, &v] {
+        const CompiledKernel k = compile(v.p, t, v.sc);
+        return k.cubin.size() > 4 && k.cubin.compare(0, 4, "\x7f" "ELF") == 0 ? std::string() : v.name;
+      }));
+    for (auto& j : jobs) {
+      const std::string failed = j.get();
+      CHECK_MESSAGE(failed.empty(), "no cubin for " << failed << " on " << arch);
+      ++compiled;
+    }
+  }
+  MESSAGE("compiled " << compiled << " jagged-group kernels");
+}
