@@ -34,9 +34,9 @@ std::string scale_index(const Ctx& x, int a, int blk_axis, const std::string& bl
   return x.idx(a, "r", "c");
 }
 
-// A scale write, or (pad) for blocked layouts the zero padding owned by that scale: done in a
-// rolled epilogue loop so that the hot, unrolled passes carry no padding code.
-void emit_scale_write(Ctx& x, int o, int s, int blk_axis, const std::string& blk, const std::string& ind, bool pad = false) {
+// A scale write. Blocked layouts get real scales only: the launcher zeroes a scale tensor that
+// has padding before the kernel runs, so the hot, unrolled passes carry no padding code.
+void emit_scale_write(Ctx& x, int o, int s, int blk_axis, const std::string& blk, const std::string& ind) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
   const bool f32 = out.dtype == DType::f32;
@@ -60,11 +60,7 @@ void emit_scale_write(Ctx& x, int o, int s, int blk_axis, const std::string& blk
                        ind, scale_index(x, ra, blk_axis, blk), scale_index(x, ca, blk_axis, blk), o, ra, o, ca);
   x.out += fmt::format("{}  const unsigned Cp = (nC + {} - 1) / {} * {};\n", ind, ac, ac, ac);
   const std::string base = b == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", b, ar, ar, ar);
-  if (pad)
-    x.out += fmt::format("{}  if (R == nR - 1 || C == nC - 1) mx_blocked_pad<{}, {}>(sp + {}, R, C, nR, nC);\n{}}}\n", ind, ar, ac,
-                         base, ind);
-  else
-    x.out += fmt::format("{}  sp[{} + mx_blocked_offset32<{}, {}>(R, C, Cp)] = {};\n{}}}\n", ind, base, ar, ac, val, ind);
+  x.out += fmt::format("{}  (void)nC;\n{}  sp[{} + mx_blocked_offset32<{}, {}>(R, C, Cp)] = {};\n{}}}\n", ind, ind, base, ar, ac, val, ind);
 }
 
 // The values of root `root` for `n` elements of a row or column into arr[0..n) (loop variable
@@ -194,26 +190,6 @@ void emit_columns_kernel(Ctx& x) {
       x.out += "      const int c = 0;\n";
       emit_uses(x, s, false, pl.ax_c, fmt::format("((c0 + c) / {})", bs), "      ", "cl == 0 && r0 + r < n_r && c0 < n_c", "row");
       x.out += "    }\n  }\n";
-    }
-  }
-  // Padding of blocked scale outputs, by the lanes that own the last real scale row or column.
-  for (int s = 0; s < int(x.v.scales.size()); ++s) {
-    const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
-    const int64_t bs = b.sizes[0];
-    const bool along_r = b.axes[0] == pl.ax_r;
-    for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-      const Output& out = x.p.outputs()[size_t(o)];
-      if (out.kind != OutputKind::scales || x.v.output_index[size_t(o)] != s || !out.layout.is_blocked()) continue;
-      if (along_r) {
-        x.out += fmt::format("#pragma unroll 1\n  for (int c = 0; c < {}; ++c) {{\n    const int r = 0;\n", kCols);
-        x.out += fmt::format("    if ((rg % {}) == 0 && r0 < n_r && c0 + c < n_c)\n", bs / kRows);
-        emit_scale_write(x, o, s, pl.ax_r, fmt::format("((r0 + r) / {})", bs), "      ", true);
-      } else {
-        x.out += fmt::format("#pragma unroll 1\n  for (int r = 0; r < {}; ++r) {{\n    const int c = 0;\n", kRows);
-        x.out += "    if (cl == 0 && r0 + r < n_r && c0 < n_c)\n";
-        emit_scale_write(x, o, s, pl.ax_c, fmt::format("((c0 + c) / {})", bs), "      ", true);
-      }
-      x.out += "  }\n";
     }
   }
   x.out += "}\n";

@@ -59,25 +59,6 @@ std::string scale_offset(const Ctx& x, int o, const std::string& C) {
   return s;
 }
 
-// The blocked-layout pieces of scale s's output o: the batch index expression and the batch base
-// offset (both "0" for rank 2) and the atom extents.
-struct BlockedScale {
-  std::string batch, base;
-  int ra = 0, ar = 0, ac = 0;
-};
-BlockedScale blocked_scale(const Ctx& x, int o, int s) {
-  const Output& out = x.p.outputs()[size_t(o)];
-  BlockedScale r;
-  r.ra = blocked_axes(block_of(x.v.scales[size_t(s)]), x.plan.rank).first;
-  r.ar = out.layout.atom_rows();
-  r.ac = out.layout.atom_cols();
-  r.batch = "0";
-  for (int a : row_axes(x.plan))
-    if (a != r.ra) r.batch = fmt::format("({}) * P.shape[{}] + ix{}", r.batch, a, a);
-  r.base = r.batch == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", r.batch, r.ar, r.ar, r.ar);
-  return r;
-}
-
 void emit_scale_store(Ctx& x, int o, int s) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
@@ -92,30 +73,21 @@ void emit_scale_store(Ctx& x, int o, int s) {
     x.out += fmt::format("        sp[{}] = {};\n      }}\n", scale_offset(x, o, "C"), val);
     return;
   }
-  // Blocked: the lanes of the last scale row or column also own padding, zeroed in the epilogue
-  // (pad<o>: one bit per chunk) so that this hot path carries none of it.
-  const BlockedScale b = blocked_scale(x, o, s);
+  // Blocked: real scales only. The launcher zeroes the whole scale tensor first when its shape
+  // has padding (rows or scale columns not a multiple of the atom's), so this path carries no
+  // padding code (with it, blocked scales cost +10% over linear ones on an H200; without, +2%).
+  auto [ra, ca] = blocked_axes(block_of(x.v.scales[size_t(s)]), pl.rank);
+  (void)ca;
+  const int ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  std::string batch = "0";
+  for (int a : row_axes(pl))
+    if (a != ra) batch = fmt::format("({}) * P.shape[{}] + ix{}", batch, a, a);
+  const std::string base = batch == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", batch, ar, ar, ar);
   // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
   x.out += fmt::format("        const unsigned R = unsigned(ix{}), nR = unsigned(P.shape[{}]), Cp = (unsigned(nblk) + {} - 1) / {} * {};\n",
-                       b.ra, b.ra, b.ac, b.ac, b.ac);
-  x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R, unsigned(C), Cp)] = {};\n", b.base, b.ar, b.ac, val);
-  x.out += fmt::format("        if (R == nR - 1 || C == nblk - 1) pad{} |= 1u << u;\n      }}\n", o);
-}
-
-// The epilogue of a blocked scale output: the padding its flagged chunks own.
-void emit_scale_pad(Ctx& x, int o, int s, const std::string& row_decomp) {
-  const Plan& pl = x.plan;
-  const Output& out = x.p.outputs()[size_t(o)];
-  const char* t = out.dtype == DType::f32 ? "float" : "mx_u8";
-  const BlockedScale b = blocked_scale(x, o, s);
-  x.out += fmt::format("#pragma unroll 1\n  for (int u = 0; u < {}; ++u) {{\n    if (!((pad{} >> u) & 1u)) continue;\n", pl.unroll, o);
-  x.out += "    const mx_i64 row = row0 + u;\n" + row_decomp;
-  x.out += fmt::format("    const int C = cc0 / {};\n", pl.block_c);
-  x.out += fmt::format("    const unsigned R = unsigned(ix{}), nR = unsigned(P.shape[{}]), Cp = (unsigned(nblk) + {} - 1) / {} * {};\n",
-                       b.ra, b.ra, b.ac, b.ac, b.ac);
-  x.out += "    (void)Cp;\n";
-  x.out += fmt::format("    mx_blocked_pad<{}, {}>(static_cast<{}*>(P.out[{}]) + {}, R, unsigned(C), nR, unsigned(nblk));\n  }}\n", b.ar,
-                       b.ac, t, o, b.base);
+                       ra, ra, ac, ac, ac);
+  x.out += "        (void)nR;\n";
+  x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R, unsigned(C), Cp)] = {};\n      }}\n", base, ar, ac, val);
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -184,23 +156,17 @@ void emit_direct_kernel(Ctx& x) {
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const mx_i64 row = row0 + u;\n    ok[u] = row < rows && slot < slots;\n    cc_[u] = cc0;\n";
   std::vector<int> ra = row_axes(pl);
-  // The indices along the row axes of `row` into ix<a><suffix>.
-  auto row_decomp = [&](const std::string& suffix, const std::string& decl) {
-    if (ra.size() == 1) return fmt::format("    {}ix{}{} = row;\n", decl, ra[0], suffix);
+  if (ra.size() == 1) {
+    x.out += fmt::format("    ix{}_[u] = row;\n", ra[0]);
+  } else {
     // 32-bit decomposition: extents are checked to fit in 31 bits at launch.
-    std::string d = "    unsigned rr = unsigned(row);\n";
+    x.out += "    unsigned rr = unsigned(row);\n";
     for (auto it = ra.rbegin(); it != ra.rend(); ++it)
-      d += fmt::format("{3}    {{ const unsigned n = unsigned(P.shape[{0}]); ix{0}{2} = rr % n; rr /= n; }}\n", *it, decl, suffix,
-                       decl.empty() ? "" : fmt::format("    {}ix{};\n", decl, *it));
-    return d;
-  };
-  x.out += row_decomp("_[u]", "");
+      x.out += fmt::format("    {{ const unsigned n = unsigned(P.shape[{0}]); ix{0}_[u] = rr % n; rr /= n; }}\n", *it);
+  }
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
   x.out += "  }\n";
-  for (int o = 0; o < int(x.p.outputs().size()); ++o)
-    if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.p.outputs()[size_t(o)].layout.is_blocked())
-      x.out += fmt::format("  mx_u32 pad{} = 0u;  // chunks whose scale owns blocked padding\n", o);
   bool any_amax = false;
   for (const Output& o : x.p.outputs()) any_amax |= o.kind == OutputKind::amax;
   if (any_amax) x.out += fmt::format("  mx_u32 tamax[{}] = {{}};\n", x.v.roots.size());
@@ -256,9 +222,6 @@ void emit_direct_kernel(Ctx& x) {
     }
   }
   x.out += "  }\n";
-  for (int o = 0; o < int(x.p.outputs().size()); ++o)
-    if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.p.outputs()[size_t(o)].layout.is_blocked())
-      emit_scale_pad(x, o, x.v.output_index[size_t(o)], row_decomp("", "mx_i64 "));
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::amax) {
       const int r = x.v.output_index[size_t(o)];

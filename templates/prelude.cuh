@@ -77,18 +77,6 @@ template <int AR, int AC>
 MX_D mx_i64 mx_blocked_offset(mx_i64 b, mx_i64 r, mx_i64 c, mx_i64 rp, mx_i64 cp) {
   return b * rp * cp + mx_i64(mx_blocked_offset32<AR, AC>(unsigned(r), unsigned(c), unsigned(cp)));
 }
-// Zeroes the padding owned by scale (r, c) of an nr x nc blocked scale matrix at sp (one batch):
-// the last real row owns the padded rows below it, the last real column the padded columns to its
-// right (and the corner when both). Runs in a few lanes only (the edge of the scale matrix), from
-// the kernels' epilogues, and is a call rather than inlined so that it costs their hot paths no
-// registers. 32-bit: the launcher refuses blocked scale tensors of 4 GiB or more.
-template <int AR, int AC, class T>
-__device__ __noinline__ void mx_blocked_pad(T* sp, unsigned r, unsigned c, unsigned nr, unsigned nc) {
-  const unsigned rp = (nr + AR - 1) / AR * AR, cp = (nc + AC - 1) / AC * AC;
-  const unsigned r_end = r == nr - 1 ? rp : r + 1, c_end = c == nc - 1 ? cp : c + 1;
-  for (unsigned r2 = r; r2 < r_end; ++r2)
-    for (unsigned c2 = (r2 == r ? c + 1 : c); c2 < c_end; ++c2) sp[mx_blocked_offset32<AR, AC>(r2, c2, cp)] = T(0);
-}
 // ==== section: grouped layouts (emitted only into kernels that write a grouped scale layout) ====
 // Offset of scale (r, c) of an R x C scale matrix in grouped_blocked_128x4 (dsl/layout.hpp), or
 // -1 for a scale past the last group end (not stored). Groups split the rows (BY_ROWS) or the
