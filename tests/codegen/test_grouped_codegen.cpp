@@ -5,12 +5,12 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <future>
 #include <string>
 #include <vector>
 
 #include "codegen/emit.hpp"
 #include "runtime/compile.hpp"
+#include "support/compile_variants.hpp"
 
 using namespace mxjit;
 using namespace mxjit::detail;
@@ -33,14 +33,8 @@ Pipeline grouped(DType dt, int block_axis, int group_axis, bool nvfp4 = false) {
 /// The stride class of a row-major (unit axis 1) or column-major (unit axis 0) x, offsets contiguous.
 StrideClass input_order(bool col_major) { return StrideClass{{col_major ? 0 : 1, 0}, {true, false}}; }
 
-struct Variant {
-  std::string name;
-  Pipeline p;
-  StrideClass sc;
-};
-
-std::vector<Variant> variants() {
-  std::vector<Variant> v;
+std::vector<test::CompileVariant> variants() {
+  std::vector<test::CompileVariant> v;
   for (int block_axis : {1, 0})
     for (int group_axis : {0, 1})
       for (DType dt : {DType::bf16, DType::f32})
@@ -58,22 +52,8 @@ std::vector<Variant> variants() {
 }  // namespace
 
 TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a") {
-  const std::vector<Variant> vs = variants();
-  int compiled = 0;
-  for (const char* arch : {"sm_90a", "sm_100a"}) {
-    const Target t = Target::parse(arch);
-    std::vector<std::future<std::string>> jobs;
-    for (const Variant& v : vs)
-      jobs.push_back(std::async(std::launch::async, [&t, &v] {
-        const CompiledKernel k = compile(v.p, t, v.sc);
-        return k.cubin.size() > 4 && k.cubin.compare(0, 4, "\x7f" "ELF") == 0 ? std::string() : v.name;
-      }));
-    for (auto& j : jobs) {
-      const std::string failed = j.get();
-      CHECK_MESSAGE(failed.empty(), "no cubin for " << failed << " on " << arch);
-      ++compiled;
-    }
-  }
+  const std::vector<test::CompileVariant> vs = variants();
+  const int compiled = test::compile_variants(vs);
   MESSAGE("compiled " << compiled << " grouped-layout kernels");
 }
 

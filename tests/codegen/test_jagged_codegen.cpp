@@ -4,13 +4,13 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <future>
 #include <string>
 #include <vector>
 
 #include "codegen/emit.hpp"
 #include "dsl/errors.hpp"
 #include "runtime/compile.hpp"
+#include "support/compile_variants.hpp"
 
 using namespace mxjit;
 using namespace mxjit::detail;
@@ -83,12 +83,7 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
 }
 
 TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
-  struct Variant {
-    std::string name;
-    Pipeline p;
-    StrideClass sc;
-  };
-  std::vector<Variant> vs;
+  std::vector<test::CompileVariant> vs;
   for (ElemFormat f : {e4m3, e5m2, e2m3, e3m2, int8})
     for (int unit : {1, 0})
       vs.push_back({fmt::format("bf16 {} unit axis {}", f.str(), unit), jagged(DType::bf16, f, f == e4m3, 0), order(unit)});
@@ -100,20 +95,6 @@ TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
   vs.push_back({"groups along columns", jagged(DType::bf16, e4m3, true, 1), order(1)});
   vs.push_back({"groups along columns, col-major", jagged(DType::bf16, e4m3, true, 1, layout::col_major()), order(0)});
   vs.push_back({"col-major codes", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1)});
-  int compiled = 0;
-  for (const char* arch : {"sm_90a", "sm_100a"}) {
-    const Target t = Target::parse(arch);
-    std::vector<std::future<std::string>> jobs;
-    for (const Variant& v : vs)
-      jobs.push_back(std::async(std::launch::async, [&t, &v] {
-        const CompiledKernel k = compile(v.p, t, v.sc);
-        return k.cubin.size() > 4 && k.cubin.compare(0, 4, "\x7f" "ELF") == 0 ? std::string() : v.name;
-      }));
-    for (auto& j : jobs) {
-      const std::string failed = j.get();
-      CHECK_MESSAGE(failed.empty(), "no cubin for " << failed << " on " << arch);
-      ++compiled;
-    }
-  }
+  const int compiled = test::compile_variants(vs);
   MESSAGE("compiled " << compiled << " jagged-group kernels");
 }
