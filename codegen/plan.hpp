@@ -55,7 +55,10 @@ struct Plan {
   /// tiled: the shared-memory tile above; direct: no shared memory — each thread owns 8
   /// consecutive elements along ax_c, a block is `group` neighbouring lanes (amax by shuffles),
   /// used when nothing needs transposing (every block and every output runs along ax_c).
-  /// grouped: jagged groups along ax_r (one CTA per group and 256 columns; two passes).
+  /// grouped: jagged groups along ax_r, two passes per group (emit_groups.cpp): with col_w 8 the
+  /// vector kernel (one CTA per group and tile_c columns, 8 columns per thread, the group's first
+  /// tile_r rows cached in shared memory, min_blocks CTAs per SM at most), with col_w 1 the scalar
+  /// one (one thread per column, 256 columns per CTA).
   /// columns: no shared memory — each thread holds 16 rows x 8 columns of a 2-byte input, used
   /// for casts with blocks along ax_r (dim1, per-expert, dim0+dim1) whose codes run along their
   /// block axis (see emit_columns.cpp).

@@ -87,6 +87,22 @@ TEST_CASE("3-D expert weights cast along N, written per-expert column-major, E =
   CHECK(run_case(p, {3, 70, 130}, 5, true) == 0);
 }
 
+TEST_CASE("blocked scale padding (zeroed by the launcher): batched, both atoms, rows and columns") {
+  MXJIT_REQUIRE_GPU();
+  // Rows and scale columns that are and are not whole atoms, batched (3-D, direct kernel) and the
+  // columns kernel's MN-major scales; every padding byte must read 0 (the GPU output is poisoned).
+  int n = 0;
+  for (const Layout& sl : {layout::blocked_128x4(), layout::blocked_8x4()})
+    for (auto sh : std::vector<std::vector<int64_t>>{{3, 70, 100}, {2, 130, 224}, {2, 128, 128}, {1, 9, 520}}) {
+      CHECK(run_case(single_cast(DType::bf16, 3, 2, e4m3, ScaleRule::rceil, layout::row_major(), sl), sh, uint64_t(n), n % 2 == 0) == 0);
+      ++n;
+    }
+  for (auto sh : std::vector<std::vector<int64_t>>{{100, 70}, {224, 130}, {128, 128}})
+    CHECK(run_case(single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::floor, layout::col_major(), layout::blocked_128x4()), sh,
+                   uint64_t(++n), true) == 0);
+  MESSAGE("padded blocked cases: " << n);
+}
+
 TEST_CASE("dim0 and dim1 from one read of the input") {
   MXJIT_REQUIRE_GPU();
   auto x = input("x", DType::bf16, rank(2));
