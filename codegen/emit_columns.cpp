@@ -40,7 +40,7 @@ void emit_scale_write(Ctx& x, int o, int s, int blk_axis, const std::string& blk
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
   const bool f32 = out.dtype == DType::f32;
-  const std::string val = f32 ? fmt::format("(sval{0} != sval{0} ? mx_float(0x7fc00000u) : sval{0})", s) : fmt::format("mx_u8(byte{})", s);
+  const std::string val = stored_scale(out, std::to_string(s));
   const char* t = f32 ? "float" : "mx_u8";
   x.out += fmt::format("{}{{\n{}  {}* const sp = static_cast<{}*>(P.out[{}]);\n", ind, ind, t, t, o);
   if (!out.layout.is_blocked()) {

@@ -198,6 +198,11 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
   return indent_lines(o, in);
 }
 
+std::string stored_scale(const Output& out, const std::string& suffix) {
+  if (out.dtype == DType::f32) return fmt::format("(sval{0} != sval{0} ? mx_float(0x7fc00000u) : sval{0})", suffix);
+  return fmt::format("mx_u8(byte{})", suffix);
+}
+
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
   if (q->round != Round::nearest_even) return nullptr;
   if (x.target.hw_fp8() && q->elem == e4m3) return "mx_cvt_e4m3x2";

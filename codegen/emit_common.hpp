@@ -1,5 +1,5 @@
 #pragma once
-/// \file Pieces shared by the kernel emitters (tiled and direct): the emitter context, the
+/// \file Pieces shared by the kernel emitters (tiled, direct, columns, grouped): the emitter context, the
 /// banner and parameter block, leaf loads, scale computation and element encoding calls.
 #include <fmt/format.h>
 
@@ -71,6 +71,10 @@ void emit_params(Ctx& x);
 std::string leaf_expr(const Ctx& x, const NodePtr& n);
 /// Statements turning `m` (max |x| bits) into byte/flag/mult/sval for scale node `sn`.
 std::string scale_from_amax(const NodePtr& sn, const std::string& indent);
+/// The C expression of the value scale output `out` stores, from the variables byte<suffix> /
+/// sval<suffix> that scale_from_amax's results were copied to: the E8M0/E4M3 byte, or the FP32
+/// scale with every NaN stored as the canonical quiet NaN.
+std::string stored_scale(const Output& out, const std::string& suffix);
 /// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it.
 std::string tamax_decl(const Ctx& x);
 /// True when an output of `p` has a grouped scale layout (Layout::grouped_blocked_128x4): its

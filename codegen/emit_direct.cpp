@@ -64,7 +64,7 @@ void emit_scale_store(Ctx& x, int o, int s) {
   const Output& out = x.p.outputs()[size_t(o)];
   const bool f32 = out.dtype == DType::f32;
   const char* t = f32 ? "float" : "mx_u8";
-  std::string val = f32 ? fmt::format("(sval{0} != sval{0} ? mx_float(0x7fc00000u) : sval{0})", s) : fmt::format("mx_u8(byte{})", s);
+  const std::string val = stored_scale(out, std::to_string(s));
   x.out += fmt::format("      if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.group);
   x.out += fmt::format("        {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
   x.out += fmt::format("        const int C = cc / {};\n", pl.block_c);

@@ -17,6 +17,17 @@ namespace mxjit::detail {
 
 namespace {
 
+// Stores the scale of group g, column c (scale_from_amax's byte/sval) into every scales output,
+// where `cond` holds.
+void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind) {
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::scales) continue;
+    x.out += fmt::format("{}if ({}) static_cast<{}*>(P.out[{}])[g * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = {};\n", ind, cond,
+                         out.dtype == DType::f32 ? "float" : "mx_u8", o, o, x.plan.ax_r, o, x.plan.ax_c, stored_scale(out, ""));
+  }
+}
+
 // The scalar kernel: one thread per column, one element per load (any strides and types).
 void emit_grouped_scalar(Ctx& x) {
   const Plan& pl = x.plan;
@@ -49,14 +60,7 @@ void emit_grouped_scalar(Ctx& x) {
   x.out += "    m = a > m ? a : m;\n  }\n";
   x.out += scale_from_amax(sn, "  ");
   x.out += "  if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
-  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-    const Output& out = x.p.outputs()[size_t(o)];
-    if (out.kind != OutputKind::scales) continue;
-    const bool f32 = out.dtype == DType::f32;
-    x.out += fmt::format("  if (g < G) static_cast<{}*>(P.out[{}])[g * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = {};\n",
-                         f32 ? "float" : "mx_u8", o, o, ar, o, ac,
-                         f32 ? "(sval != sval ? mx_float(0x7fc00000u) : sval)" : "mx_u8(byte)");
-  }
+  store_group_scales(x, "g < G", "  ");
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;
@@ -182,13 +186,7 @@ void emit_grouped_vector(Ctx& x) {
   x.out += scale_from_amax(sn, "    ");
   x.out += "    if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
   x.out += fmt::format("    const mx_i64 c = mx_i64(blockIdx.x) * {} + cw;\n", W);
-  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-    const Output& out = x.p.outputs()[size_t(o)];
-    if (out.kind != OutputKind::scales) continue;
-    const bool fs = out.dtype == DType::f32;
-    x.out += fmt::format("    if (g < G && c < n_c) static_cast<{}*>(P.out[{}])[g * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = {};\n",
-                         fs ? "float" : "mx_u8", o, o, ar, o, ac, fs ? "(sval != sval ? mx_float(0x7fc00000u) : sval)" : "mx_u8(byte)");
-  }
+  store_group_scales(x, "g < G && c < n_c", "    ");
   x.out += "    s_mult[cw] = mult;\n    s_flag[cw] = flag;\n  }\n  __syncthreads();\n";
   // This thread's 8 multipliers, and its flags as per-word masks (codes kept / zero or NaN fill).
   x.out += "  float mult0[8];\n#pragma unroll\n  for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
