@@ -30,11 +30,12 @@ void emit_prologue(Ctx& x) {
     x.out += fmt::format("  mx_u32* const s{}_info = reinterpret_cast<mx_u32*>(mx_smem + {});\n", s, off + 2 * nb);
     off += 3 * nb;
   }
-  x.out += "  mx_i64 t = blockIdx.x;\n";
-  x.out += "  const mx_i64 tc = t % P.tiles_c; t /= P.tiles_c;\n";
-  x.out += "  const mx_i64 tr = t % P.tiles_r; t /= P.tiles_r;\n";
+  // 32-bit decomposition: the launcher keeps the grid (tiles x batch) below 2^31.
+  x.out += "  unsigned t = blockIdx.x;\n";
+  x.out += "  const mx_i64 tc = t % unsigned(P.tiles_c); t /= unsigned(P.tiles_c);\n";
+  x.out += "  const mx_i64 tr = t % unsigned(P.tiles_r); t /= unsigned(P.tiles_r);\n";
   for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
-    x.out += fmt::format("  const mx_i64 bi{0} = t % P.shape[{0}]; t /= P.shape[{0}];\n", *it);
+    x.out += fmt::format("  const mx_i64 bi{0} = t % unsigned(P.shape[{0}]); t /= unsigned(P.shape[{0}]);\n", *it);
   x.out += fmt::format("  const mx_i64 r0 = tr * {}, c0 = tc * {};\n", pl.tile_r, pl.tile_c);
   if (pl.ax_r >= 0)
     x.out += fmt::format("  const int nr = int(P.shape[{0}] - r0 < {1} ? P.shape[{0}] - r0 : {1});\n", pl.ax_r, pl.tile_r);
@@ -57,7 +58,14 @@ void emit_load(Ctx& x) {
   std::vector<int> tensors;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor) tensors.push_back(int(k));
-  for (int k : tensors) x.out += fmt::format("  float x{}_[{}][{}];\n", k, iters, V);
+  auto vec_ok = [&](int k) {
+    const InputDecl& in = x.p.inputs()[size_t(k)];
+    return k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == pl.ax_c && x.sc.aligned[size_t(k)] &&
+           int(16 / dtype_size(in.dtype)) == V;
+  };
+  // Vector inputs keep raw 16-byte words until the values are computed (see raw_chunk_tail).
+  for (int k : tensors)
+    x.out += vec_ok(k) ? fmt::format("  mx_v16 r{}_[{}];\n", k, iters) : fmt::format("  float x{}_[{}][{}];\n", k, iters, V);
   auto head = [&](const char* stage) {
     if (hoist)
       x.out += fmt::format("#pragma unroll\n  for (int i = 0; i < {0}; ++i) {{  // {1}\n    const int it = threadIdx.x + i * {2};\n",
@@ -71,23 +79,24 @@ void emit_load(Ctx& x) {
   auto loads = [&] {
     for (int k : tensors) {
       const InputDecl& in = x.p.inputs()[size_t(k)];
-      const bool vec_ok = k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == pl.ax_c && x.sc.aligned[size_t(k)] &&
-                          int(16 / dtype_size(in.dtype)) == V;
-      std::string scalar = fmt::format(
-          "      for (int e = 0; e < {0}; ++e) {{ const int c = cv + e; x{1}_[i][e] = (row_ok && c < nc) ? {2}(P.in[{1}], {3}) : 0.0f; }}\n",
-          V, k, load_fn(in.dtype), x.in_offset(k, "r", "c"));
-      if (vec_ok) {
-        const char* unpack = in.dtype == DType::bf16 ? "mx_unpack_bf16x8" : in.dtype == DType::f16 ? "mx_unpack_f16x8" : "mx_unpack_f32x4";
-        x.out += fmt::format("    if (full) {{\n      const int c = cv;\n      {}(mx_ld16(static_cast<const char*>(P.in[{}]) + ({}) * {}), x{}_[i]);\n    }} else {{\n",
-                             unpack, k, x.in_offset(k, "r", "c"), dtype_size(in.dtype), k);
-        x.out += scalar + "    }\n";
+      if (vec_ok(k)) {
+        x.out += fmt::format("    if (full) {{\n      const int c = cv;\n      r{}_[i] = mx_ld16(static_cast<const char*>(P.in[{}]) + ({}) * {});\n    }} else {{\n",
+                             k, k, x.in_offset(k, "r", "c"), dtype_size(in.dtype));
+        x.out += raw_chunk_tail(in.dtype, k, fmt::format("r{}_[i]", k), "cv", "row_ok && c < nc", x.in_offset(k, "r", "c"), "      ");
+        x.out += "    }\n";
       } else {
-        x.out += "    {\n" + scalar + "    }\n";
+        x.out += fmt::format(
+            "    {{\n      for (int e = 0; e < {0}; ++e) {{ const int c = cv + e; x{1}_[i][e] = (row_ok && c < nc) ? {2}(P.in[{1}], {3}) : 0.0f; }}\n    }}\n",
+            V, k, load_fn(in.dtype), x.in_offset(k, "r", "c"));
       }
     }
   };
   auto compute = [&] {
-    for (int k : tensors) x.out += fmt::format("    float x{0}[{1}];\n    for (int e = 0; e < {1}; ++e) x{0}[e] = x{0}_[i][e];\n", k, V);
+    for (int k : tensors) {
+      x.out += fmt::format("    float x{}[{}];\n", k, V);
+      if (vec_ok(k)) x.out += fmt::format("    {}(r{}_[i], x{});\n", unpack_fn(x.p.inputs()[size_t(k)].dtype), k, k);
+      else x.out += fmt::format("    for (int e = 0; e < {1}; ++e) x{0}[e] = x{0}_[i][e];\n", k, V);
+    }
     x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n      const int c = cv + e;\n", V);
     x.out += "      const bool ok = row_ok && c < nc;\n";
     std::string body;

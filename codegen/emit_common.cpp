@@ -70,6 +70,23 @@ const char* load_fn(DType t) {
   }
 }
 
+const char* unpack_fn(DType t) {
+  return t == DType::bf16 ? "mx_unpack_bf16x8" : t == DType::f16 ? "mx_unpack_f16x8" : "mx_unpack_f32x4";
+}
+
+std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::string& first, const std::string& ok,
+                           const std::string& offset, const std::string& indent) {
+  std::string s;
+  if (t == DType::f32)
+    s = fmt::format("{{\n  mx_u32 w[4];\n  for (int e = 0; e < 4; ++e) {{ const int c = {0} + e; w[e] = ({1}) ? static_cast<const mx_u32*>(P.in[{2}])[{3}] : 0u; }}\n",
+                    first, ok, k, offset);
+  else
+    s = fmt::format("{{\n  mx_u32 w[4] = {{0u, 0u, 0u, 0u}};\n  for (int e = 0; e < 8; ++e) {{ const int c = {0} + e; if ({1}) w[e >> 1] |= mx_u32(static_cast<const mx_u16*>(P.in[{2}])[{3}]) << (16 * (e & 1)); }}\n",
+                    first, ok, k, offset);
+  s += fmt::format("  {} = mx_v16{{w[0], w[1], w[2], w[3]}};\n}}\n", dst);
+  return indent_lines(s, indent);
+}
+
 std::string fmt_args(const ElemFormat& f) {
   int spec = f.specials == Specials::none ? 0 : (f.specials == Specials::fn ? 1 : 2);
   return fmt::format("{}, {}, {}, {}", f.is_int ? 1 : f.ebits, f.mbits, spec, f.is_int ? "true" : "false");
@@ -152,24 +169,36 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
   o += "float mult = 0.0f, sval = 0.0f;\n";
   switch (sn->scale_format) {
     case ScaleFormat::e8m0: {
-      // NaN (and, with nan_block, Inf) blocks: one compare on the common path.
-      o += sn->policy == NanPolicy::nan_block ? "if (m >= 0x7f800000u) { byte = 255u; flag = 2u; }\n"
-                                              : "if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n"
-                                                "else if (m == 0x7f800000u) { byte = 254u; }\n";
-      o += "else if (m == 0u) { byte = 0u; flag = 1u; }\nelse {\n";
-      switch (sn->rule) {
-        case ScaleRule::floor: o += fmt::format("  byte = mx_scale_floor(m, {});\n", f.emax()); break;
-        case ScaleRule::ceil: o += fmt::format("  byte = mx_scale_ceil(m, {});\n", f.max_normal_log2()); break;
-        case ScaleRule::even: o += fmt::format("  byte = mx_scale_even(m, {}, {});\n", f.is_int ? 6 : f.mbits, f.emax()); break;
-        case ScaleRule::rceil: o += fmt::format("  byte = mx_scale_rceil(m, {});\n", float_literal(1.0 / f.max_normal())); break;
-        case ScaleRule::custom: {
-          ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
-          std::string var = em.emit(sn->args[1], o, "  ");
-          o += fmt::format("  byte = mx_custom_exponent_byte({});\n  if (byte == 255u) flag = 2u;\n", var);
-          break;
-        }
+      if (sn->rule == ScaleRule::custom) {
+        // NaN (and, with nan_block, Inf) blocks: one compare on the common path.
+        o += sn->policy == NanPolicy::nan_block ? "if (m >= 0x7f800000u) { byte = 255u; flag = 2u; }\n"
+                                                : "if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n"
+                                                  "else if (m == 0x7f800000u) { byte = 254u; }\n";
+        o += "else if (m == 0u) { byte = 0u; flag = 1u; }\nelse {\n";
+        ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
+        std::string var = em.emit(sn->args[1], o, "  ");
+        o += fmt::format("  byte = mx_custom_exponent_byte({});\n  if (byte == 255u) flag = 2u;\n}}\n", var);
+        o += "if (flag == 0u) mult = mx_e8m0_rcp(byte);\n";
+        break;
       }
-      o += "}\nif (flag == 0u) mult = mx_e8m0_rcp(byte);\n";
+      // Built-in rules without branches: the rule runs on every m (its result for m = 0, Inf or
+      // NaN is discarded), then selects give zero blocks 0 and NaN (nan_block: also Inf) blocks
+      // 255. Branches here split the direct kernel's hot path into several reconverging regions.
+      switch (sn->rule) {
+        case ScaleRule::floor: o += fmt::format("byte = mx_scale_floor(m, {});\n", f.emax()); break;
+        case ScaleRule::ceil: o += fmt::format("byte = mx_scale_ceil(m, {});\n", f.max_normal_log2()); break;
+        case ScaleRule::even: o += fmt::format("byte = mx_scale_even(m, {}, {});\n", f.is_int ? 6 : f.mbits, f.emax()); break;
+        case ScaleRule::rceil: o += fmt::format("byte = mx_scale_rceil(m, {});\n", float_literal(1.0 / f.max_normal())); break;
+        case ScaleRule::custom: break;
+      }
+      if (sn->policy == NanPolicy::nan_block) {
+        o += "flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);\n";
+      } else {
+        o += "flag = m > 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);\n";
+        o += "byte = m == 0x7f800000u ? 254u : byte;\n";
+      }
+      o += "byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);\n";
+      o += "mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;\n";
       break;
     }
     case ScaleFormat::f32:
@@ -291,15 +320,17 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
 }
 
 void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
-                      const std::string& ind) {
+                      const std::string& ind, bool full_aligned) {
   const bool fp4 = q->elem.packed();
   const int bytes = fp4 ? n / 2 : n;
+  const auto al = [&](const std::string& check) { return full_aligned ? std::string() : " && " + check; };
   if (bytes == 16)
-    x.out += fmt::format("{}if ({} && mx_aligned16(ob)) mx_st16(ob, mx_v16{{wd[0], wd[1], wd[2], wd[3]}});\n", ind, full);
+    x.out += fmt::format("{}if ({}{}) mx_st16(ob, mx_v16{{wd[0], wd[1], wd[2], wd[3]}});\n", ind, full, al("mx_aligned16(ob)"));
   else if (bytes == 8)
-    x.out += fmt::format("{}if ({} && (reinterpret_cast<mx_u64>(ob) & 7u) == 0) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);\n", ind, full);
+    x.out += fmt::format("{}if ({}{}) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);\n", ind, full,
+                         al("(reinterpret_cast<mx_u64>(ob) & 7u) == 0"));
   else
-    x.out += fmt::format("{}if ({} && (reinterpret_cast<mx_u64>(ob) & 3u) == 0) *reinterpret_cast<mx_u32*>(ob) = wd[0];\n", ind, full);
+    x.out += fmt::format("{}if ({}{}) *reinterpret_cast<mx_u32*>(ob) = wd[0];\n", ind, full, al("(reinterpret_cast<mx_u64>(ob) & 3u) == 0"));
   if (fp4)
     x.out += fmt::format("{}else {{\n#pragma unroll\n{}  for (int e = 0; e < {}; e += 2) if ({}) ob[e >> 1] = mx_u8(wd[e >> 3] >> (4 * (e & 7)));\n{}}}\n",
                          ind, ind, n, in_e, ind);

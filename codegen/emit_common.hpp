@@ -61,6 +61,15 @@ struct Ctx {
 
 /// The scalar load function for a stored type ("mx_ld_bf16", ...).
 const char* load_fn(DType t);
+/// The prelude function unpacking one 16-byte word of type t to floats ("mx_unpack_bf16x8", ...).
+const char* unpack_fn(DType t);
+/// Statements (prefixed by `indent`) filling `mx_v16 dst` with the raw bits of the 16-byte chunk of
+/// input k whose first element is at column `first`, from element loads: element e is
+/// P.in[k][offset] where `ok` holds (both C expressions of `c` = first + e), +0 bits elsewhere.
+/// The tail path of a vector load: kernels keep raw words and unpack them where the values are
+/// used, so that no load waits on an earlier one (unroll loads in flight).
+std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::string& first, const std::string& ok,
+                           const std::string& offset, const std::string& indent);
 /// Template arguments of mx_encode_sw / mx_decode_sw for a format.
 std::string fmt_args(const ElemFormat& f);
 /// The banner (pipeline, hash, plan, target) and the embedded templates.
@@ -110,9 +119,10 @@ int nan_code(const ElemFormat& f);
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
                        const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false);
 /// Stores wd[] (from emit_packed_codes, n codes) at byte pointer `ob`: one vector store when
-/// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds.
+/// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds. With
+/// `full_aligned`, the caller's `full` already implies an aligned `ob` (no per-store check).
 void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
-                      const std::string& ind);
+                      const std::string& ind, bool full_aligned = false);
 /// The software encoder call for quantize node `q` on value `val` (random bits `rnd` for SR).
 std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd);
 

@@ -6,6 +6,8 @@
 //   lane:     0        1        2        3        4 ...
 //   columns:  [0..7]   [8..15]  [16..23] [24..31] [32..39]      block of 32 = lanes 0-3
 //   amax:     max over 8 -> shfl_xor 1 -> shfl_xor 2 -> every lane of the block has it
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -23,32 +25,44 @@ std::vector<int> row_axes(const Plan& pl) {
   return a;
 }
 
-// Loads of tensor input k for chunk u into x<k>_[u][0..7].
+// Whether tensor input k is read with 16-byte loads (unit stride along ax_c, aligned).
+bool vec_input(const Ctx& x, int k) {
+  const bool unit = k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == x.plan.ax_c;
+  return unit && x.sc.aligned[size_t(k)];
+}
+
+// Words of 16 bytes per 8-element chunk of a vec input: one for 2-byte types, two for f32.
+int vec_words(DType t) { return t == DType::f32 ? 2 : 1; }
+
+// Loads of tensor input k for chunk u. Vec inputs keep the raw loaded words (r<k>_[u][..]) and
+// are unpacked to floats in phase 2: unpacking here would make the next chunk's load wait for
+// this one (ptxas joins the vector and tail paths on the floats), one load in flight instead of
+// `unroll`. Other inputs load floats into x<k>_[u][0..7].
 void emit_chunk_loads(Ctx& x, int k) {
   const Plan& pl = x.plan;
   const InputDecl& in = x.p.inputs()[size_t(k)];
   const bool unit = k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == pl.ax_c;
-  const bool vec = unit && x.sc.aligned[size_t(k)];
   std::string base;
   for (int a : row_axes(pl)) base += fmt::format("{}ix{}_[u] * P.in_stride[{}][{}]", base.empty() ? "" : " + ", a, k, a);
   if (base.empty()) base = "0";
   x.out += fmt::format("    {{\n      const mx_i64 base = {};\n", base);
-  std::string col = unit ? "c" : fmt::format("c * P.in_stride[{}][{}]", k, pl.ax_c);
-  std::string scalar = fmt::format(
-      "        for (int e = 0; e < 8; ++e) {{ const int c = cc_[u] + e; x{0}_[u][e] = (ok[u] && c < n_c) ? {1}(P.in[{0}], base + {2}) : 0.0f; }}\n",
-      k, load_fn(in.dtype), col);
-  if (vec) {
-    x.out += "      if (ok[u] && cc_[u] + 8 <= n_c) {\n";
-    const std::string ptr = fmt::format("static_cast<const char*>(P.in[{}]) + (base + cc_[u]) * {}", k, dtype_size(in.dtype));
-    if (in.dtype == DType::f32)
-      x.out += fmt::format("        mx_unpack_f32x4(mx_ld16({0}), x{1}_[u]);\n        mx_unpack_f32x4(mx_ld16({0} + 16), x{1}_[u] + 4);\n", ptr, k);
-    else
-      x.out += fmt::format("        {}(mx_ld16({}), x{}_[u]);\n", in.dtype == DType::bf16 ? "mx_unpack_bf16x8" : "mx_unpack_f16x8", ptr, k);
-    x.out += "      } else {\n" + scalar + "      }\n";
-  } else {
-    x.out += scalar;
+  if (!vec_input(x, k)) {
+    std::string col = unit ? "c" : fmt::format("c * P.in_stride[{}][{}]", k, pl.ax_c);
+    x.out += fmt::format(
+        "      for (int e = 0; e < 8; ++e) {{ const int c = cc_[u] + e; x{0}_[u][e] = (ok[u] && c < n_c) ? {1}(P.in[{0}], base + {2}) : 0.0f; }}\n    }}\n",
+        k, load_fn(in.dtype), col);
+    return;
   }
-  x.out += "    }\n";
+  const int nw = vec_words(in.dtype);
+  x.out += "      if (ok[u] && cc_[u] + 8 <= n_c) {\n";
+  for (int i = 0; i < nw; ++i)
+    x.out += fmt::format("        r{0}_[u][{1}] = mx_ld16(static_cast<const char*>(P.in[{0}]) + (base + cc_[u]) * {2}{3});\n", k, i,
+                         dtype_size(in.dtype), i ? " + 16" : "");
+  x.out += "      } else {\n";
+  for (int i = 0; i < nw; ++i)
+    x.out += raw_chunk_tail(in.dtype, k, fmt::format("r{}_[u][{}]", k, i), i ? "cc_[u] + 4" : "cc_[u]", "ok[u] && c < n_c", "base + c",
+                            "        ");
+  x.out += "      }\n    }\n";
 }
 
 // Offset of a linear (or permuted) scale at block column C of this thread's row.
@@ -87,7 +101,15 @@ void emit_scale_store(Ctx& x, int o, int s) {
   x.out += fmt::format("        const unsigned R = unsigned(ix{}), nR = unsigned(P.shape[{}]), Cp = (unsigned(nblk) + {} - 1) / {} * {};\n",
                        ra, ra, ac, ac, ac);
   x.out += "        (void)nR;\n";
-  x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R, unsigned(C), Cp)] = {};\n      }}\n", base, ar, ac, val);
+  // A thread's `unroll` rows are consecutive from a multiple of unroll: when unroll divides the
+  // atom's row band (L = min(AR, 32) rows, AC * AR / L bytes apart), they share one atom offset,
+  // computed once per thread instead of once per row.
+  const int band = std::min(ar, 32);
+  if (pl.rank == 2 && band % pl.unroll == 0)
+    x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R - unsigned(u), unsigned(C), Cp) + unsigned(u) * {}u] = {};\n      }}\n",
+                         base, ar, ac, ac * (ar / band), val);
+  else
+    x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R, unsigned(C), Cp)] = {};\n      }}\n", base, ar, ac, val);
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -105,9 +127,8 @@ void emit_elems_store(Ctx& x, int o) {
   std::string off = fp4 ? "(cc >> 1)" : "cc";
   for (int a : row_axes(pl)) off += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
   x.out += fmt::format("      mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", o, off);
-  x.out += "      if (ok[u]) {\n";
-  emit_store_codes(x, q, 8, "full", "cc + e < n_c", "        ");
-  x.out += "      }\n    }\n";
+  emit_store_codes(x, q, 8, fmt::format("full && oal{}", o), "ok[u] && cc + e < n_c", "      ", true);
+  x.out += "    }\n";
 }
 
 void emit_values_store(Ctx& x, int o) {
@@ -146,8 +167,12 @@ void emit_direct_kernel(Ctx& x) {
   x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";
   x.out += fmt::format("  bool ok[{0}];\n  int cc_[{0}];\n", U);
   for (int a : row_axes(pl)) x.out += fmt::format("  mx_i64 ix{}_[{}];\n", a, U);
-  for (size_t k = 0; k < x.p.inputs().size(); ++k)
-    if (x.p.inputs()[k].kind == InputDecl::tensor) x.out += fmt::format("  float x{}_[{}][8];\n", k, U);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
+    const InputDecl& in = x.p.inputs()[k];
+    if (in.kind != InputDecl::tensor) continue;
+    if (vec_input(x, int(k))) x.out += fmt::format("  mx_v16 r{}_[{}][{}];\n", k, U, vec_words(in.dtype));
+    else x.out += fmt::format("  float x{}_[{}][8];\n", k, U);
+  }
   x.out += "  // Phase 1: all loads first, so that several are in flight per thread.\n";
   x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
   x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";
@@ -170,13 +195,29 @@ void emit_direct_kernel(Ctx& x) {
   bool any_amax = false;
   for (const Output& o : x.p.outputs()) any_amax |= o.kind == OutputKind::amax;
   if (any_amax) x.out += fmt::format("  mx_u32 tamax[{}] = {{}};\n", x.v.roots.size());
+  // Whole-chunk code stores are aligned when the base and every row stride are (chunks start at
+  // multiples of 8 columns): one test per thread instead of one per store.
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    if (x.p.outputs()[size_t(o)].kind != OutputKind::elems) continue;
+    const int qi = x.v.output_index[size_t(o)];
+    const int bytes = x.v.quantizes[size_t(qi)]->elem.packed() ? 4 : 8;
+    std::string bits = fmt::format("reinterpret_cast<mx_u64>(P.out[{}])", o);
+    for (int a : row_axes(pl)) bits += fmt::format(" | mx_u64(P.out_stride[{}][{}])", o, a);
+    x.out += fmt::format("  const bool oal{} = (({}) & {}u) == 0;\n", o, bits, bytes - 1);
+  }
   x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const int cc = cc_[u];\n";
   for (int a : ra) x.out += fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a);
-  for (size_t k = 0; k < x.p.inputs().size(); ++k)
-    if (x.p.inputs()[k].kind == InputDecl::tensor)
-      x.out += fmt::format("    float x{0}[8];\n    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
+    const InputDecl& in = x.p.inputs()[k];
+    if (in.kind != InputDecl::tensor) continue;
+    x.out += fmt::format("    float x{}[8];\n", k);
+    if (!vec_input(x, int(k)))
+      x.out += fmt::format("    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
+    else
+      for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], x{} + {});\n", unpack_fn(in.dtype), k, i, k, 4 * i);
+  }
   for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
   x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
   bool pure = true;
@@ -189,11 +230,16 @@ void emit_direct_kernel(Ctx& x) {
   }
   std::string zero;
   for (size_t r = 0; r < x.v.roots.size(); ++r) zero += fmt::format("v{}[e] = 0.0f; ", r);
+  // Roots that are tensor inputs themselves are already +0 out of range (the loads' tails).
+  bool bare = true;
+  for (const NodePtr& r : x.v.roots)
+    bare = bare && r->op == Op::input && x.p.inputs()[size_t(x.p.input_index(r->name))].kind == InputDecl::tensor;
   if (pure) {
     // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
     // the full-chunk path has no per-element branches.
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n      (void)c;\n" + body + "    }\n";
-    x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
+    if (!bare)
+      x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
   } else {
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
     x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";

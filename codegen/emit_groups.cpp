@@ -100,6 +100,17 @@ void emit_grouped_scalar(Ctx& x) {
 // is also what caps CTAs per SM (Plan::min_blocks): few CTAs in flight keep the re-read rows in L2.
 //
 //   shared memory: [ cache: tile_r rows x W inputs ][ red: RL x W maxima ][ mult: W ][ flag: W ]
+//                  [ part: W maxima, with a cluster ]
+//
+// With a cluster of K CTAs (Plan::cluster, sm_90+), the K CTAs of one (group, W columns) split
+// the group's rows into K contiguous parts; each runs both passes over its part, and between them
+// every CTA reads the K partial column maxima from the others' shared memory (DSMEM):
+//
+//   group rows  [ part 0 | part 1 | part 2 | part 3 ]   CTA q: pass 1 over part q -> part[W]
+//                                                        cluster barrier; max over the K part[]s
+//                                                        pass 2 over part q (rank 0 stores scales)
+// Each CTA then caches a K-th of the group, so K times more CTAs fit an SM: pass-1 loads of some
+// overlap pass-2 stores of others.
 void emit_grouped_vector(Ctx& x) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
@@ -112,7 +123,9 @@ void emit_grouped_vector(Ctx& x) {
   const bool f32 = dt == DType::f32;
   const int W = pl.tile_c, TC = W / 8, RL = pl.threads / TC, U = pl.unroll, NW = f32 ? 8 : 4, CR = pl.tile_r;
   const std::string ix = fmt::format("ix{}", ar);
-  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads,
+  const int K = pl.cluster;
+  const std::string cdims = K > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", K) : "";
+  x.out += fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}, {}) {}(const MxParams P) {{\n", cdims, pl.threads,
                        pl.min_blocks, pl.kernel_name);
   x.out += "  extern __shared__ float4 mx_smem4[];\n";
   x.out += fmt::format("  mx_v16* const cache = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}]: the group's first rows\n", CR,
@@ -121,14 +134,23 @@ void emit_grouped_vector(Ctx& x) {
                        CR * TC * NW / 4, RL, W);
   x.out += fmt::format("  float* const s_mult = reinterpret_cast<float*>(red + {});  // [{}]\n", RL * W, W);
   x.out += fmt::format("  mx_u32* const s_flag = reinterpret_cast<mx_u32*>(s_mult + {});  // [{}]\n", W, W);
+  if (K > 1) x.out += fmt::format("  mx_u32* const s_part = s_flag + {};  // [{}]: this CTA's column maxima, read by the cluster\n", W, W);
+  // The CTA's column tile, and (with a cluster) its rank = its part of the group's rows.
+  x.out += K > 1 ? fmt::format("  const unsigned bx = blockIdx.x / {0}, q = blockIdx.x % {0};  // q: the rank in the cluster\n", K)
+                 : "  const unsigned bx = blockIdx.x;\n";
   x.out += fmt::format("  const int* const ends = static_cast<const int*>(P.in[{}]);\n", koff);
   x.out += fmt::format("  const mx_i64 G = P.tiles_r, g = blockIdx.y, n_r = P.shape[{}], n_c = P.shape[{}];\n", ar, ac);
   // Offsets are trusted on the GPU (no host round trip to validate them): clamped into range.
   x.out += "  mx_i64 row_s = g == 0 ? 0 : mx_i64(ends[g - 1]), row_e = g < G ? mx_i64(ends[g]) : n_r;\n";
   x.out += "  row_s = row_s < 0 ? 0 : (row_s > n_r ? n_r : row_s);\n";
   x.out += "  row_e = row_e < row_s ? row_s : (row_e > n_r ? n_r : row_e);\n";
+  if (K > 1) {
+    x.out += fmt::format("  {{  // this CTA's part of the rows\n    const mx_i64 ch = (row_e - row_s + {}) / {};\n", K - 1, K);
+    x.out += "    const mx_i64 s_ = row_s + q * ch < row_e ? row_s + q * ch : row_e;\n";
+    x.out += "    row_e = s_ + ch < row_e ? s_ + ch : row_e;\n    row_s = s_;\n  }\n";
+  }
   x.out += fmt::format("  const int tc = threadIdx.x % {0}, rl = threadIdx.x / {0};\n", TC);
-  x.out += fmt::format("  const mx_i64 c0 = mx_i64(blockIdx.x) * {} + tc * 8;  // this thread's columns c0 .. c0+7 (axis {})\n", W, ac);
+  x.out += fmt::format("  const mx_i64 c0 = mx_i64(bx) * {} + tc * 8;  // this thread's columns c0 .. c0+7 (axis {})\n", W, ac);
   x.out += "  const bool cols_full = c0 + 8 <= n_c;\n";
   const char* et = f32 ? "float" : "mx_u16";
   x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + c0;\n", et, k);
@@ -183,11 +205,21 @@ void emit_grouped_vector(Ctx& x) {
   x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) red[rl * {} + tc * 8 + e] = m[e];\n  __syncthreads();\n", W);
   x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
   x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", RL, W);
+  if (K > 1) {
+    // Partial maxima to the cluster: arrive/wait makes every CTA's part[] visible to all.
+    x.out += "    s_part[cw] = m;\n  }\n  mx_cluster_sync();\n";
+    x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{\n    mx_u32 m = 0u;\n", W, pl.threads);
+    x.out += fmt::format("#pragma unroll\n    for (unsigned j = 0; j < {}u; ++j) {{ const mx_u32 o_ = mx_ld_cluster_u32(s_part + cw, j); m = o_ > m ? o_ : m; }}\n", K);
+  }
   x.out += scale_from_amax(sn, "    ");
   x.out += "    if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
-  x.out += fmt::format("    const mx_i64 c = mx_i64(blockIdx.x) * {} + cw;\n", W);
-  store_group_scales(x, "g < G && c < n_c", "    ");
-  x.out += "    s_mult[cw] = mult;\n    s_flag[cw] = flag;\n  }\n  __syncthreads();\n";
+  x.out += fmt::format("    const mx_i64 c = mx_i64(bx) * {} + cw;\n", W);
+  store_group_scales(x, K > 1 ? "q == 0 && g < G && c < n_c" : "g < G && c < n_c", "    ");
+  x.out += "    s_mult[cw] = mult;\n    s_flag[cw] = flag;\n  }\n";
+  // Done reading the others' part[]: arrive now, wait at the end (a CTA's shared memory must
+  // outlive the cluster's reads of it).
+  if (K > 1) x.out += "  mx_cluster_arrive();\n";
+  x.out += "  __syncthreads();\n";
   // This thread's 8 multipliers, and its flags as per-word masks (codes kept / zero or NaN fill).
   x.out += "  float mult0[8];\n#pragma unroll\n  for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
@@ -213,7 +245,9 @@ void emit_grouped_vector(Ctx& x) {
     emit_store_codes(x, q, 8, fmt::format("cols_full && P.out_stride[{}][{}] == 1", o, ac), "c0 + e < n_c", "        ");
     x.out += "      }\n";
   }
-  x.out += "    }\n  }\n}\n";
+  x.out += "    }\n  }\n";
+  if (K > 1) x.out += "  mx_cluster_wait();\n";
+  x.out += "}\n";
 }
 
 }  // namespace

@@ -20,17 +20,20 @@ std::string StrideClass::str() const {
 }
 
 std::string Tuning::str() const {
-  return fmt::format("tune({},{},{},{},{},{},{},{})", tile_r, tile_c, threads, min_blocks, hoist, col_w, unroll,
-                     int(force_tiled));
+  return fmt::format("tune({},{},{},{},{},{},{},{},{})", tile_r, tile_c, threads, min_blocks, hoist, col_w, unroll,
+                     int(force_tiled), cluster);
 }
 
 Tuning Tuning::parse(const std::string& text) {
   Tuning t;
-  int f = 0;
-  if (std::sscanf(text.c_str(), "tune(%d,%d,%d,%d,%d,%d,%d,%d)", &t.tile_r, &t.tile_c, &t.threads, &t.min_blocks,
-                  &t.hoist, &t.col_w, &t.unroll, &f) != 8)
+  int f = 0, n = 0;
+  const int got = std::sscanf(text.c_str(), "tune(%d,%d,%d,%d,%d,%d,%d,%d%n,%d)%n", &t.tile_r, &t.tile_c, &t.threads,
+                              &t.min_blocks, &t.hoist, &t.col_w, &t.unroll, &f, &n, &t.cluster, &n);
+  // Eight fields (stored before the cluster field existed) end with ')' right after force_tiled.
+  const bool eight = got == 8 && n > 0 && text.compare(size_t(n), std::string::npos, ")") == 0;
+  if (!(got == 9 && size_t(n) == text.size()) && !eight)
     throw UsageError(fmt::format("tuning '{}': expected tune(tile_r,tile_c,threads,min_blocks,hoist,col_w,unroll,"
-                                 "force_tiled)", text));
+                                 "force_tiled,cluster)", text));
   t.force_tiled = f != 0;
   return t;
 }
@@ -47,10 +50,10 @@ const char* kind_name(Plan::Kind k) {
 }  // namespace
 
 std::string Plan::str() const {
-  return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} batch=[{}] "
+  return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} cluster={} batch=[{}] "
                      "zero=[{}] name={}",
                      kind_name(kind), block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
-                     fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
+                     cluster, fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
 }
 
 Plan Plan::parse(const std::string& text) {
@@ -84,6 +87,7 @@ Plan Plan::parse(const std::string& text) {
       else if (k == "threads") p.threads = std::stoi(v);
       else if (k == "roots") p.roots = std::stoi(v);
       else if (k == "smem") p.smem_bytes = std::stoi(v);
+      else if (k == "cluster") p.cluster = std::stoi(v);
       else if (k == "batch") p.batch_axes = ints(v);
       else if (k == "zero") p.zero_outputs = ints(v);
       else if (k == "name") p.kernel_name = v;
@@ -188,19 +192,31 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
       plan.col_w = 8;
       plan.tile_c = tuning.tile_c ? tuning.tile_c : 64;
       plan.threads = tuning.threads ? tuning.threads : 256;
-      plan.unroll = tuning.unroll ? tuning.unroll : 8;
-      plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : 2;
+
+      // cluster > 1 (sm_90+, a tuning): that many CTAs split each group's rows and combine their
+      // column maxima through distributed shared memory. Not the default: 4 CTAs per group (4 per
+      // SM, 4 rows in flight) measured 296 us against 271 for one at 16384^2, G = 16 (H200).
+      plan.cluster = tuning.cluster ? tuning.cluster : 1;
+      plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : (plan.cluster > 1 ? 4 : 2);
+      int esize = 2;
+      for (const InputDecl& in : p.inputs())
+        if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype));
+      // 8 rows in flight per thread fit 2 CTAs per SM (98 registers); 4 CTAs leave 64 registers,
+      // where 8 rows spill and 4 fit (2 of f32: 16 bytes a thread per row's 8 columns more).
+      plan.unroll = tuning.unroll ? tuning.unroll : (plan.min_blocks > 2 ? 8 / esize : 8);
+      if (plan.cluster != 1 && plan.cluster != 2 && plan.cluster != 4 && plan.cluster != 8)
+        throw UsageError(fmt::format("tuning: cluster {} of the grouped kernel must be 1, 2, 4 or 8", plan.cluster));
+      if (plan.cluster > 1 && target.sm() < 90)
+        throw UsageError(fmt::format("tuning: cluster {} needs thread-block clusters (sm_90 or later; target {})",
+                                     plan.cluster, target.arch));
       if (plan.tile_c != 32 && plan.tile_c != 64 && plan.tile_c != 128 && plan.tile_c != 256)
         throw UsageError(fmt::format("tuning: tile_c {} of the grouped kernel must be 32, 64, 128 or 256", plan.tile_c));
       if (plan.threads % 32 || plan.threads < plan.tile_c / 8 || plan.threads > 1024 || plan.unroll < 1 || plan.unroll > 16 ||
           plan.min_blocks < 1 || plan.min_blocks > 8)
         throw UsageError(fmt::format("tuning: grouped kernel threads {} (32..1024, a multiple of 32), unroll {} (1..16), "
                                      "min_blocks {} (1..8)", plan.threads, plan.unroll, plan.min_blocks));
-      int esize = 2;
-      for (const InputDecl& in : p.inputs())
-        if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype));
       const int rl = plan.threads / (plan.tile_c / 8);
-      const int need = (rl * plan.tile_c + 2 * plan.tile_c) * 4;
+      const int need = (rl * plan.tile_c + (plan.cluster > 1 ? 3 : 2) * plan.tile_c) * 4;
       // At most min_blocks CTAs of (smem + 1 KiB reserved) fit the SM's 228 KiB.
       const int budget = std::min(233472 / plan.min_blocks - 1024, 227 * 1024) / 16 * 16;
       plan.tile_r = std::max(0, (budget - need) / (plan.tile_c * esize));
@@ -318,14 +334,21 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.kind = Plan::Kind::direct;
     plan.block_c = int(bsize);
     plan.group = int(bsize / 8);
-    // Defaults from `mxjit explore` on an H200 (16384^2 bf16 -> MXFP8): 2 chunks per thread and
-    // 8 CTAs per SM (<= 32 registers, full occupancy) for plain FP8 casts (218.6 us against 236.7
-    // at 6 CTAs); 6 CTAs (<= 40 registers) where software encoders or prologues need more.
+    // Defaults from `mxjit explore` on an H200 (16384^2 bf16 -> MXFP8, blocked scales): 4 chunks
+    // per thread and 8 CTAs per SM (<= 32 registers, full occupancy) for plain FP8 casts (199.9 us
+    // against 209.4 with 2 chunks, 213.8 at 4 CTAs); 2 chunks and 6 CTAs (<= 40 registers) where
+    // software encoders or prologues need more.
     bool light = target.hw_fp8();
     for (const NodePtr& q : values.quantizes)
       light = light && (q->elem == e4m3 || q->elem == e5m2) && q->round == Round::nearest_even && !q->flush_subnormals;
     for (const NodePtr& r : values.roots) light = light && r->op == Op::input;
-    plan.unroll = tuning.unroll ? tuning.unroll : 2;
+    // 4 chunks only with 16-byte loads: element loads keep 8 floats per chunk, and 4 chunks of
+    // them spill at 32 registers.
+    bool vec = true;
+    for (size_t i = 0; i < p.inputs().size(); ++i)
+      if (p.inputs()[i].kind == InputDecl::tensor)
+        vec = vec && i < sc.unit_axis.size() && sc.unit_axis[i] == plan.ax_c && i < sc.aligned.size() && sc.aligned[i];
+    plan.unroll = tuning.unroll ? tuning.unroll : (light && vec ? 4 : 2);
     plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : (light ? 8 : 6);
     plan.threads = tuning.threads ? tuning.threads : 256;
     plan.smem_bytes = 0;

@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-4";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-5";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -42,7 +42,9 @@ struct Tuning {
   int col_w = 0;       ///< tiled: rows per thread for column-wise stores (16 or 32)
   int unroll = 0;      ///< direct: chunks per thread
   bool force_tiled = false;  ///< use the tiled kernel even where the direct one applies
-  /// Canonical text ("tune(64,128,0,4,1,16,0,0)"), part of the kernel key and what the tuner stores.
+  int cluster = 0;     ///< grouped vector kernel: CTAs sharing one group (a thread-block cluster)
+  /// Canonical text ("tune(64,128,0,4,1,16,0,0,0)"), part of the kernel key and what the tuner
+  /// stores. parse() also takes the older eight-field form (cluster 0).
   std::string str() const;
   /// Parses str(); throws UsageError naming the text.
   static Tuning parse(const std::string& text);
@@ -77,6 +79,7 @@ struct Plan {
   int col_w = 32;                 ///< tiled: rows per thread for column-wise stores
   int roots = 1;                  ///< value tiles held in shared memory
   int smem_bytes = 0;             ///< dynamic shared memory per CTA
+  int cluster = 1;                ///< grouped vector kernel: CTAs per cluster, splitting each group's rows
   std::vector<int> batch_axes;    ///< all other axes, outermost first
   std::vector<int> zero_outputs;  ///< outputs the launcher zeroes first (tensor amax; grouped scale layouts' padding)
   std::string kernel_name;

@@ -212,8 +212,9 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     for (const TensorView& v : inputs) w.push_back(v.shape.empty() ? 0 : v.shape[0]);
   void* args[] = {w.data()};
   if (plan.kind == detail::Plan::Kind::grouped) {
-    // x: tile_c columns; y: one CTA row per group, plus one for the rows past the last end.
-    const int64_t gx = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c;
+    // x: tile_c columns (times the cluster: its CTAs are neighbours along x); y: one CTA row per
+    // group, plus one for the rows past the last end.
+    const int64_t gx = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c * plan.cluster;
     if (b.groups + 1 > 65535) throw UsageError(fmt::format("launch: {} groups exceed 65534", b.groups));
     if (gx >= (int64_t(1) << 31)) throw UsageError("launch: the domain is too large for one launch");
     w[w.size() - 3] = b.groups;  // tiles_r: the number of groups

@@ -37,7 +37,9 @@ std::vector<Tuning> tuning_candidates(const Pipeline& p, const Target& t, const 
   if (kind == Plan::Kind::grouped) {
     // The vector kernel: columns per CTA x rows in flight per thread x CTAs per SM (the cap that
     // keeps a CTA's rows in L2 between its two passes). The scalar kernel has nothing to tune.
-    if (base.col_w == 8)
+    // With clusters (sm_90+), CTAs per group too: more CTAs per SM, each caching fewer rows
+    // (4 rows in flight where 64 registers or fewer would spill 8).
+    if (base.col_w == 8) {
       for (int w : {32, 64, 128})
         for (int u : {4, 8})
           for (int mb : {1, 2, 3, 4}) {
@@ -47,6 +49,18 @@ std::vector<Tuning> tuning_candidates(const Pipeline& p, const Target& t, const 
             x.min_blocks = mb;
             out.push_back(x);
           }
+      if (t.sm() >= 90)
+        for (int k : {2, 4, 8})
+          for (int w : {64, 128})
+            for (auto [u, mb] : {std::pair{8, 2}, std::pair{4, 4}, std::pair{4, 6}, std::pair{4, 8}}) {
+              Tuning x;
+              x.tile_c = w;
+              x.unroll = u;
+              x.min_blocks = mb;
+              x.cluster = k;
+              out.push_back(x);
+            }
+    }
     return out;
   }
   if (kind == Plan::Kind::columns)

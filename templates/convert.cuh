@@ -36,10 +36,10 @@ MX_D mx_u32 mx_scale_rceil(mx_u32 a, float rcp_max) {
   asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(d) : "f"(f), "f"(f));
   return d & 0xffu;
 #else
-  mx_u32 ef = v >> 23, m = v & 0x7fffffu;
-  if (ef == 0) return m > 0x400000u ? 1u : 0u;  // subnormal: <= 2^-127 rounds up to 2^-127
-  mx_u32 b = ef + (m != 0u ? 1u : 0u);
-  return b > 254u ? 254u : b;
+  // Branch-free: adding 0x7fffff carries into the exponent field exactly when the mantissa is
+  // non-zero (ceil for normal v); subnormal v <= 2^-127 gives byte 0, larger ones byte 1.
+  const mx_u32 b = (v + 0x7fffffu) >> 23;
+  return v <= 0x400000u ? 0u : (b > 254u ? 254u : b);
 #endif
 }
 // The exact element multiplier 2^(127 - byte) (byte 254 gives the subnormal 2^-127).

@@ -64,6 +64,23 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
   return out[0];
 }
 
+#if __CUDA_ARCH__ >= 900
+// Thread-block clusters (sm_90+; the grouped kernel with Plan::cluster > 1). Every thread of every
+// CTA of the cluster calls the barriers. arrive + wait = a cluster-wide barrier whose release /
+// acquire makes shared-memory writes before it visible to the other CTAs' reads after it.
+MX_D void mx_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+MX_D void mx_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+MX_D void mx_cluster_sync() { mx_cluster_arrive(); mx_cluster_wait(); }
+// The word at `p` (this CTA's shared memory) in the shared memory of cluster rank `rank`.
+MX_D mx_u32 mx_ld_cluster_u32(const mx_u32* p, unsigned rank) {
+  const unsigned local = unsigned(__cvta_generic_to_shared(p));
+  unsigned remote, v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+  return v;
+}
+#endif
+
 // Offset of scale (r, c) of batch b in a blocked layout of AR x AC atoms (DESIGN §5):
 //   ((r/AR)*(Cp/AC) + c/AC)*AR*AC + (r%L)*(AC*AR/L) + ((r%AR)/L)*AC + c%AC + b*Rp*Cp, L = min(AR, 32)
 template <int AR, int AC>

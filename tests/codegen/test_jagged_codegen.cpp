@@ -44,7 +44,9 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     CHECK(k.plan.col_w == 8);
     CHECK(k.plan.tile_c == 64);
     // Shared memory caps CTAs per SM at min_blocks (2): 3 CTAs and their reserved 1 KiB overflow 228 KiB.
+    CHECK(k.plan.cluster == 1);
     CHECK(k.plan.min_blocks == 2);
+    CHECK(k.plan.unroll == 8);
     CHECK(3 * (k.plan.smem_bytes + 1024) > 233472);
     CHECK(2 * (k.plan.smem_bytes + 1024) <= 233472);
     // The rest of the shared memory caches the group's first rows: 836 bf16 rows of 64 columns.
@@ -52,6 +54,22 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     CHECK(k.source.find("cache[") != std::string::npos);
     CHECK(k.source.find("mx_ld16") != std::string::npos);
     CHECK(k.source.find("Pass 2") != std::string::npos);
+    CHECK(k.source.find("__cluster_dims__") == std::string::npos);
+    // A cluster of 4 CTAs (a tuning, sm_90+) splits each group's rows: 4 CTAs per SM by default,
+    // 4 rows in flight (8 spill at 64 registers; 2 of f32), 378 bf16 rows cached by each (x 4 CTAs).
+    Tuning c4;
+    c4.cluster = 4;
+    const GeneratedKernel kc = generate(jagged(dt, e4m3, true), t, order(1), c4);
+    CHECK(kc.plan.cluster == 4);
+    CHECK(kc.plan.min_blocks == 4);
+    CHECK(kc.plan.unroll == (dt == DType::f32 ? 2 : 4));
+    CHECK(5 * (kc.plan.smem_bytes + 1024) > 233472);
+    CHECK(4 * (kc.plan.smem_bytes + 1024) <= 233472);
+    CHECK(kc.plan.tile_r == (dt == DType::f32 ? 189 : 378));
+    CHECK(kc.source.find("__cluster_dims__(4, 1, 1)") != std::string::npos);
+    CHECK(kc.source.find("mx_ld_cluster_u32") != std::string::npos);
+    CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1)) == 0);
+    CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1), c4) == 0);
   }
   // Column-major input, codes written column-major, groups along the unit-stride axis: scalar.
   CHECK(generate(jagged(DType::bf16, e4m3, true), t, order(0)).plan.col_w == 1);
@@ -80,6 +98,28 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
   bad.unroll = 17;
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad), doctest::Contains("unroll 17 (1..16)"),
                        UsageError);
+  bad = Tuning{};
+  bad.cluster = 3;
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad),
+                       doctest::Contains("cluster 3 of the grouped kernel must be 1, 2, 4 or 8"), UsageError);
+  bad.cluster = 2;
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), Target::parse("sm_89"), order(1), bad),
+                       doctest::Contains("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)"), UsageError);
+}
+
+TEST_CASE("tuning text: nine fields round-trip, the older eight-field form still parses, bad text names the form") {
+  Tuning t;
+  t.tile_c = 64;
+  t.unroll = 4;
+  t.min_blocks = 6;
+  t.cluster = 8;
+  CHECK(t.str() == "tune(0,64,0,6,-1,0,4,0,8)");
+  CHECK(Tuning::parse(t.str()).str() == t.str());
+  CHECK(Tuning::parse("tune(64,128,0,4,1,16,0,1)").str() == "tune(64,128,0,4,1,16,0,1,0)");
+  CHECK(Tuning{}.is_default());
+  for (const char* s : {"tune(1,2,3)", "tune(0,0,0,0,-1,0,0,0,0", "tune(0,0,0,0,-1,0,0,0,0)x", "tune(0,0,0,0,-1,0,0,0)x", "nonsense"})
+    CHECK_THROWS_WITH_AS(Tuning::parse(s), doctest::Contains("expected tune(tile_r,tile_c,threads,min_blocks,hoist,col_w,unroll,force_tiled,cluster)"),
+                         UsageError);
 }
 
 TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
@@ -95,6 +135,11 @@ TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
   vs.push_back({"groups along columns", jagged(DType::bf16, e4m3, true, 1), order(1)});
   vs.push_back({"groups along columns, col-major", jagged(DType::bf16, e4m3, true, 1, layout::col_major()), order(0)});
   vs.push_back({"col-major codes", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1)});
+  for (int k : {2, 4, 8}) {  // clusters (sm_100a has them too)
+    Tuning tu;
+    tu.cluster = k;
+    vs.push_back({fmt::format("cluster {}", k), jagged(DType::f32, e5m2, false, 0), order(1), tu});
+  }
   const int compiled = test::compile_variants(vs);
   MESSAGE("compiled " << compiled << " jagged-group kernels");
 }

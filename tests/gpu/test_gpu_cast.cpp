@@ -302,14 +302,20 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
     const Pipeline p = make(c.dt, c.f, c.kind);
     std::vector<detail::Tuning> tunings(1);
     // Columns per CTA x threads x rows in flight x CTAs per SM (which sizes the row cache: from
-    // ~150 rows at 8 CTAs/SM to ~890 at 1, so groups of 1000 rows take both second-pass paths).
+    // ~150 rows at 8 CTAs/SM to ~890 at 1, so groups of 1000 rows take both second-pass paths)
+    // x CTAs per group (a cluster, sm_90+): with 2, a CTA's part of a 1000-row group overflows
+    // its 370-row cache; 4 is the cluster's own default tuning.
+    const bool clusters = current_target().sm() >= 90;
     if (n == 0)
-      for (auto [w, th, u, mb] : {std::array{128, 512, 3, 1}, std::array{256, 64, 1, 1}, std::array{32, 256, 5, 8}}) {
+      for (auto [w, th, u, mb, k] : {std::array{128, 512, 3, 1, 0}, std::array{256, 64, 1, 1, 0}, std::array{32, 256, 5, 8, 2},
+                                     std::array{64, 256, 0, 0, 4}, std::array{64, 128, 4, 4, 8}}) {
+        if (k > 1 && !clusters) continue;
         detail::Tuning t;
         t.tile_c = w;
         t.threads = th;
         t.unroll = u;
         t.min_blocks = mb;
+        t.cluster = k;
         tunings.push_back(t);
       }
     for (const detail::Tuning& t : tunings) {

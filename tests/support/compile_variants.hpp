@@ -1,6 +1,6 @@
 #pragma once
 // Compiles a list of pipelines (each with its stride class) with NVRTC for sm_90a and sm_100a,
-// in parallel, and checks that each gives an ELF cubin. No GPU needed.
+// in parallel, and checks that each gives an ELF cubin; reads ptxas spill reports. No GPU needed.
 #include <doctest/doctest.h>
 
 #include <future>
@@ -12,11 +12,12 @@
 
 namespace mxjit::test {
 
-/// A pipeline to compile, its stride class and the name a failure reports.
+/// A pipeline to compile, its stride class and tuning, and the name a failure reports.
 struct CompileVariant {
   std::string name;
   Pipeline p;
   detail::StrideClass sc;
+  detail::Tuning tuning = {};
 };
 
 /// Compiles every variant for sm_90a and sm_100a; a CHECK per compile. Returns how many ran.
@@ -27,7 +28,9 @@ inline int compile_variants(const std::vector<CompileVariant>& vs) {
     std::vector<std::future<std::string>> jobs;
     for (const CompileVariant& v : vs)
       jobs.push_back(std::async(std::launch::async, [&t, &v] {
-        const detail::CompiledKernel k = detail::compile(v.p, t, v.sc);
+        detail::CompileOptions o;
+        o.tuning = v.tuning;
+        const detail::CompiledKernel k = detail::compile(v.p, t, v.sc, o);
         return k.cubin.size() > 4 && k.cubin.compare(0, 4, "\x7f" "ELF") == 0 ? std::string() : v.name;
       }));
     for (auto& j : jobs) {
@@ -37,6 +40,19 @@ inline int compile_variants(const std::vector<CompileVariant>& vs) {
     }
   }
   return compiled;
+}
+
+/// Bytes of register spill stores ptxas reports for `p` compiled for sm_90a.
+inline int spill_bytes(const Pipeline& p, const detail::StrideClass& sc, const detail::Tuning& tu = {}) {
+  detail::CompileOptions o;
+  o.resource_usage = true;
+  o.tuning = tu;
+  const detail::CompiledKernel k = detail::compile(p, Target::parse("sm_90a"), sc, o);
+  const size_t at = k.log.find("bytes spill stores");
+  REQUIRE_MESSAGE(at != std::string::npos, "no ptxas report in: " << k.log);
+  size_t b = k.log.rfind(',', at);
+  b = b == std::string::npos ? 0 : b + 1;
+  return std::stoi(k.log.substr(b, at - b));
 }
 
 }  // namespace mxjit::test
