@@ -60,8 +60,7 @@ void emit_load(Ctx& x) {
     if (x.p.inputs()[k].kind == InputDecl::tensor) tensors.push_back(int(k));
   auto vec_ok = [&](int k) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
-    return k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == pl.ax_c && x.sc.aligned[size_t(k)] &&
-           int(16 / dtype_size(in.dtype)) == V;
+    return x.sc.vector_along(size_t(k), pl.ax_c) && int(16 / dtype_size(in.dtype)) == V;
   };
   // Vector inputs keep raw 16-byte words until the values are computed (see raw_chunk_tail).
   for (int k : tensors)

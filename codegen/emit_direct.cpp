@@ -26,10 +26,7 @@ std::vector<int> row_axes(const Plan& pl) {
 }
 
 // Whether tensor input k is read with 16-byte loads (unit stride along ax_c, aligned).
-bool vec_input(const Ctx& x, int k) {
-  const bool unit = k < int(x.sc.unit_axis.size()) && x.sc.unit_axis[size_t(k)] == x.plan.ax_c;
-  return unit && x.sc.aligned[size_t(k)];
-}
+bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
 
 // Words of 16 bytes per 8-element chunk of a vec input: one for 2-byte types, two for f32.
 int vec_words(DType t) { return t == DType::f32 ? 2 : 1; }

@@ -183,8 +183,7 @@ void emit_grouped_vector(Ctx& x) {
   std::string unpack = fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= row_e) continue;\n", ix, RL, ix);
   unpack += fmt::format("      float x{}[8];\n", k);
   if (f32) unpack += fmt::format("#pragma unroll\n      for (int e = 0; e < 8; ++e) x{}[e] = mx_float(w[u][e]);\n", k);
-  else if (dt == DType::bf16) unpack += fmt::format("      mx_unpack_bf16x8(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", k);
-  else unpack += fmt::format("      mx_unpack_f16x8(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", k);
+  else unpack += fmt::format("      {}(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", unpack_fn(dt), k);
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
   std::string eval;
   const std::string v = em.emit(x.v.roots[0], eval, "        ");

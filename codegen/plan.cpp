@@ -110,7 +110,7 @@ bool columns_apply(const Pipeline& p, const ValueSet& v, const Plan& plan, const
     const InputDecl& in = p.inputs()[k];
     if (in.kind == InputDecl::vector) continue;
     if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16)) return false;
-    if (k >= sc.unit_axis.size() || sc.unit_axis[k] != plan.ax_c || !sc.aligned[k]) return false;
+    if (!sc.vector_along(k, plan.ax_c)) return false;
     ++tensors;
   }
   if (tensors != 1) return false;
@@ -147,7 +147,7 @@ bool grouped_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& pl
     if (in.kind == InputDecl::offsets) continue;
     if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16 && in.dtype != DType::f32))
       return false;
-    if (k >= sc.unit_axis.size() || sc.unit_axis[k] != plan.ax_c || !sc.aligned[k]) return false;
+    if (!sc.vector_along(k, plan.ax_c)) return false;
     ++tensors;
   }
   if (tensors != 1 || v.roots.size() != 1 || !register_leaves(v.roots[0])) return false;
@@ -347,7 +347,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     bool vec = true;
     for (size_t i = 0; i < p.inputs().size(); ++i)
       if (p.inputs()[i].kind == InputDecl::tensor)
-        vec = vec && i < sc.unit_axis.size() && sc.unit_axis[i] == plan.ax_c && i < sc.aligned.size() && sc.aligned[i];
+        vec = vec && sc.vector_along(i, plan.ax_c);
     plan.unroll = tuning.unroll ? tuning.unroll : (light && vec ? 4 : 2);
     plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : (light ? 8 : 6);
     plan.threads = tuning.threads ? tuning.threads : 256;

@@ -29,6 +29,10 @@ inline constexpr const char* kGeneratorVersion = "mxjit-gen-5";
 struct StrideClass {
   std::vector<int> unit_axis;  ///< per input: the axis with stride 1 (-1: none)
   std::vector<bool> aligned;   ///< per input: base and every other stride 16-byte aligned
+  /// True when input k has unit stride along `axis` and is aligned: 16-byte vector loads along it.
+  bool vector_along(size_t k, int axis) const {
+    return k < unit_axis.size() && unit_axis[k] == axis && k < aligned.size() && aligned[k];
+  }
   /// Canonical text, part of the kernel key.
   std::string str() const;
   friend bool operator==(const StrideClass&, const StrideClass&) = default;
