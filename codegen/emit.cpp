@@ -257,70 +257,6 @@ void emit_elems(Ctx& x, int o) {
                        fp4 ? "(code[e] & 15u) | ((code[e + 1] & 15u) << 4)" : "code[e]");
 }
 
-// Phase 3: scale outputs (linear/permuted or blocked, with the padding this tile owns).
-void emit_scale_output(Ctx& x, int o) {
-  const Plan& pl = x.plan;
-  const Output& out = x.p.outputs()[size_t(o)];
-  const int si = x.v.output_index[size_t(o)];
-  const BlockSpec& b = block_of(x.v.scales[size_t(si)]);
-  const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
-  const bool f32 = out.dtype == DType::f32;
-  x.out += fmt::format("  // Phase 3: scales '{}' ({}).\n  {{\n", out.name, out.layout.str());
-  // Scale-index ranges of this tile along the tile axes; the last tile also covers padding.
-  x.out += fmt::format("    const mx_i64 sr0 = r0 / {0}, sc0 = c0 / {1};\n", br, bc);
-  x.out += fmt::format("    mx_i64 nsr = (nr + {0} - 1) / {0}, nsc = (nc + {1} - 1) / {1};\n", br, bc);
-  if (pl.ax_r < 0) x.out += "    const mx_i64 ext_r = 1;\n";
-  else x.out += fmt::format("    const mx_i64 ext_r = P.out_shape[{}][{}];\n", o, pl.ax_r);
-  x.out += fmt::format("    const mx_i64 ext_c = P.out_shape[{}][{}];\n", o, pl.ax_c);
-  std::string row_ax = "-1", col_ax = "-1";
-  int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
-  if (out.layout.is_blocked()) {
-    auto [ra, ca] = blocked_axes(b, pl.rank);
-    row_axis = ra;
-    col_axis = ca;
-    atom_r = out.layout.atom_rows();
-    atom_c = out.layout.atom_cols();
-    if ((ra != pl.ax_r && ra != pl.ax_c) || (ca != pl.ax_r && ca != pl.ax_c))
-      throw UsageError(fmt::format("GPU generator: blocked scales '{}' need their row and column axes on the tile axes",
-                                   out.name));
-    int pad_r = ra == pl.ax_r ? atom_r : atom_c, pad_c = ra == pl.ax_c ? atom_r : atom_c;
-    x.out += fmt::format("    if (tr == P.tiles_r - 1) nsr = ((ext_r + {0} - 1) / {0}) * {0} - sr0;\n", pad_r);
-    x.out += fmt::format("    if (tc == P.tiles_c - 1) nsc = ((ext_c + {0} - 1) / {0}) * {0} - sc0;\n", pad_c);
-  }
-  x.out += "    for (mx_i64 k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
-  x.out += "      const mx_i64 ir = k / nsc, ic = k % nsc;\n      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
-  x.out += "      const bool real = gr < ext_r && gc < ext_c;\n";
-  x.out += fmt::format("      const int lb = int(ir) * {} + int(ic);\n", pl.tile_c / bc);
-  // NaN canonical (0x7fc00000) like the host, whatever payload the GPU's arithmetic made.
-  if (f32) x.out += fmt::format("      const float val = s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb];\n", si);
-  else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
-  // Scale-tensor index along each axis.
-  auto sidx = [&](int a) -> std::string {
-    if (a == pl.ax_r) return "gr";
-    if (a == pl.ax_c) return "gc";
-    return fmt::format("bi{}", a);
-  };
-  if (out.layout.is_grouped()) x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
-  else if (out.layout.is_blocked()) {
-    std::string bexpr = "0";
-    for (int a = 0; a < pl.rank; ++a)
-      if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);
-    const int lines = atom_r >= 32 ? 32 : atom_r;
-    x.out += fmt::format("      const mx_i64 R = {0}, C = {1};\n", sidx(row_axis), sidx(col_axis));
-    x.out += fmt::format("      const mx_i64 Rp = ((P.out_shape[{0}][{1}] + {2} - 1) / {2}) * {2}, Cp = ((P.out_shape[{0}][{3}] + {4} - 1) / {4}) * {4};\n",
-                         o, row_axis, atom_r, col_axis, atom_c);
-    x.out += fmt::format("      const mx_i64 off = ({}) * Rp * Cp + ((R / {}) * (Cp / {}) + C / {}) * {} + (R % {}) * {} + ((R % {}) / {}) * {} + C % {};\n",
-                         bexpr, atom_r, atom_c, atom_c, atom_r * atom_c, lines, atom_c * (atom_r / lines), atom_r, lines,
-                         atom_c, atom_c);
-    x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[off] = val;\n", o);
-  } else {
-    std::string off;
-    for (int a = 0; a < pl.rank; ++a) off += fmt::format("{}{} * P.out_stride[{}][{}]", off.empty() ? "" : " + ", sidx(a), o, a);
-    x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, off);
-  }
-  x.out += "    }\n  }\n";
-}
-
 // Phase 5: plain values (bf16/f16/f32) and tensor amax.
 void emit_values(Ctx& x, int o) {
   const Plan& pl = x.plan;
@@ -387,7 +323,7 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
   emit_scales(x);
   for (int o = 0; o < int(p.outputs().size()); ++o) {
     switch (p.outputs()[size_t(o)].kind) {
-      case OutputKind::scales: emit_scale_output(x, o); break;
+      case OutputKind::scales: emit_tile_scales(x, o); break;
       case OutputKind::elems: emit_elems(x, o); break;
       case OutputKind::values: emit_values(x, o); break;
       case OutputKind::amax: emit_amax(x, o); break;

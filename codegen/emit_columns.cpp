@@ -1,21 +1,28 @@
-// The columns kernel: dim1 (and 3-D per-expert, and dim0+dim1 fused) casts without shared memory.
-// Each thread holds 16 rows x 8 columns of the 2-byte input in registers (16-byte loads along
-// ax_c); a scale block of B rows along ax_r is B/16 neighbouring lanes (amax by shuffles), and
-// every column's 16 codes leave as one 16-byte store along ax_r. Lanes of a warp are arranged so
-// that one store instruction writes whole 128-byte lines of each column:
+// The columns kernel: dim1 (and 3-D per-expert, and dim0+dim1 fused) casts of a 2-byte input.
+// Each thread holds col_w (16 or 8) rows x 8 columns in registers (16-byte loads along ax_c); a
+// scale block of B rows along ax_r is B/col_w neighbouring lanes (amax by shuffles), and every
+// column's codes leave as one 16- or 8-byte store along ax_r. Lanes of a warp are arranged so
+// that one store instruction writes whole lines of each column (columns_lanes_r in plan.hpp):
 //
-//   lane = cl * 8 + rg        rg: 16-row group (0..7)     cl: 8-column group (0..3)
+//   lane = cl * LR + rg        rg: row group (0..LR-1)     cl: 8-column group
 //
-//            cols c0..c0+7 (cl=0)   c0+8.. (cl=1)   ...           (a warp: 128 rows x 32 cols,
-//   rows  0-15   lane 0             lane 8                          a CTA: 8 warps side by side
-//   rows 16-31   lane 1             lane 9                          = 128 rows x 256 cols)
-//   ...
-//   rows 112-127 lane 7             lane 15
+//   16 rows per thread, LR = 8:                8 rows, LR = 8 (dim0+dim1: a row's 32-column block
+//            cols c0..c0+7   c0+8.. ...        is the 4 lanes cl = 0..3 of one rg; shuffles 8, 16)
+//   rows  0-15   lane 0      lane 8             rows 0-7    lane 0   lane 8  ...
+//   rows 16-31   lane 1      lane 9             ...                            a warp: 64 x 32,
+//   ...                                         rows 56-63  lane 7   lane 15   two warps stacked
+//   rows 112-127 lane 7      lane 15  (a warp: 128 rows x 32 columns; 8 warps side by side)
 //
-// Column-wise output: lanes 0..7 store rows 0..127 of one column = one 128-byte line per column.
-// Row-wise blocks of 32 (the fused dim0 half) are the 4 lanes cl=0..3 of one rg (shuffles 8, 16).
-// Measured on an H200 (hand-written twin of this kernel, 16384^2 bf16 -> MXFP8 dim1): 92% of
-// copy bandwidth, against 40-45% when each column got only 32 contiguous bytes per warp store.
+// Column-wise output: lanes 0..7 store rows 0..127 (0..63) of one column = one (half) 128-byte
+// line per column. Measured on an H200 (hand-written twin of this kernel, 16384^2 bf16 -> MXFP8
+// dim1): 92% of copy bandwidth, against 40-45% when each column got only 32 contiguous bytes per
+// warp store.
+//
+// Two paths: warps whose tiles are whole and whose code stores are aligned (the fast path: no
+// guards, output pointers stepped by their strides) and the rest (tails, guarded loads and
+// stores). A bare 16-bit input's block maxima come from its words two lanes per instruction
+// (max.NaN.bf16x2 / f16x2). Scales are staged in shared memory and written by the CTA after its
+// codes, consecutive threads on neighbouring scale bytes, blocked padding included.
 #include <fmt/format.h>
 
 #include "codegen/emit_common.hpp"
@@ -27,51 +34,36 @@ namespace {
 
 constexpr int kCols = 8;  // columns per thread (16 bytes of a 2-byte input); rows per thread: plan.col_w
 
-// Index of axis `a` in scale-tensor coordinates, given the block coordinate along the blocked
-// axis (`blk_axis`, index `blk`) and the element coordinates (r, c) otherwise.
-std::string scale_index(const Ctx& x, int a, int blk_axis, const std::string& blk) {
-  if (a == blk_axis) return blk;
-  return x.idx(a, "r", "c");
-}
-
-// A scale write. Blocked layouts get real scales only: the launcher zeroes a scale tensor that
-// has padding before the kernel runs, so the hot, unrolled passes carry no padding code.
-void emit_scale_write(Ctx& x, int o, int s, int blk_axis, const std::string& blk, const std::string& ind) {
-  const Plan& pl = x.plan;
-  const Output& out = x.p.outputs()[size_t(o)];
-  const bool f32 = out.dtype == DType::f32;
-  const std::string val = stored_scale(out, std::to_string(s));
-  const char* t = f32 ? "float" : "mx_u8";
-  x.out += fmt::format("{}{{\n{}  {}* const sp = static_cast<{}*>(P.out[{}]);\n", ind, ind, t, t, o);
-  if (!out.layout.is_blocked()) {
-    std::string off;
-    for (int a = 0; a < pl.rank; ++a)
-      off += fmt::format("{}({}) * P.out_stride[{}][{}]", off.empty() ? "" : " + ", scale_index(x, a, blk_axis, blk), o, a);
-    x.out += fmt::format("{}  sp[{}] = {};\n{}}}\n", ind, off, val, ind);
-    return;
+// True when scale s has a scales output (of FP32 scales with `f32`): its values go through
+// shared memory (s<s>_info: E8M0/E4M3 bytes; s<s>_val: FP32 scales).
+bool scale_staged(const Ctx& x, int s, bool f32 = false) {
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind == OutputKind::scales && x.v.output_index[size_t(o)] == s && (!f32 || out.dtype == DType::f32)) return true;
   }
-  auto [ra, ca] = blocked_axes(block_of(x.v.scales[size_t(s)]), pl.rank);
-  const int ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
-  std::string b = "0";
-  for (int a = 0; a < pl.rank; ++a)
-    if (a != ra && a != ca) b = fmt::format("({}) * P.out_shape[{}][{}] + {}", b, o, a, scale_index(x, a, blk_axis, blk));
-  // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
-  x.out += fmt::format("{}  const unsigned R = unsigned({}), C = unsigned({}), nR = unsigned(P.out_shape[{}][{}]), nC = unsigned(P.out_shape[{}][{}]);\n",
-                       ind, scale_index(x, ra, blk_axis, blk), scale_index(x, ca, blk_axis, blk), o, ra, o, ca);
-  x.out += fmt::format("{}  const unsigned Cp = (nC + {} - 1) / {} * {};\n", ind, ac, ac, ac);
-  const std::string base = b == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", b, ar, ar, ar);
-  x.out += fmt::format("{}  (void)nC;\n{}  sp[{} + mx_blocked_offset32<{}, {}>(R, C, Cp)] = {};\n{}}}\n", ind, ind, base, ar, ac, val, ind);
+  return false;
 }
 
 // The values of root `root` for `n` elements of a row or column into arr[0..n) (loop variable
 // `var`, 0 out of range). Register-only expressions are computed unguarded and masked on the
-// tail path only; expressions that load (vec inputs, dequant) are guarded per element.
-void emit_values(Ctx& x, int root, const std::string& arr, const std::string& var, int n, const std::string& ind) {
+// The values of root `root` for `n` elements of a row or column into arr[0..n) (loop variable
+// `var`, 0 out of range). Register-only expressions are computed unguarded and masked on the
+// tail path only; expressions that load (vec inputs, dequant) are guarded per element. On the
+// fast path (`fast`: the warp's tiles are whole) nothing is masked or guarded.
+void emit_values(Ctx& x, int root, const std::string& arr, const std::string& var, int n, const std::string& ind, bool fast,
+                 bool byte_perm = false) {
   std::string body;
   ExprEmitter em([&](const NodePtr& nd) -> std::string {
     if (nd->op == Op::input) {
       const InputDecl& d = x.p.inputs()[size_t(x.p.input_index(nd->name))];
       const int k = x.p.input_index(nd->name);
+      // The same lanes through a byte permute: with both a row-wise and a column-wise scale, the
+      // compiler would otherwise share the row pass's unpacked values with the column pass and
+      // keep all of them live in between (110 registers instead of 80 at 8 rows per thread).
+      if (byte_perm) {
+        if (d.dtype == DType::bf16) return fmt::format("mx_float(__byte_perm(w{0}[r][c >> 1], 0u, (c & 1) ? 0x3244 : 0x1044))", k);
+        return fmt::format("mx_f16_to_f32(mx_u16(__byte_perm(w{0}[r][c >> 1], 0u, (c & 1) ? 0x4432 : 0x4410)))", k);
+      }
       if (d.dtype == DType::bf16) return fmt::format("mx_float((c & 1) ? (w{0}[r][c >> 1] & 0xffff0000u) : (w{0}[r][c >> 1] << 16))", k);
       return fmt::format("mx_f16_to_f32(mx_u16((c & 1) ? (w{0}[r][c >> 1] >> 16) : (w{0}[r][c >> 1] & 0xffffu)))", k);
     }
@@ -81,11 +73,11 @@ void emit_values(Ctx& x, int root, const std::string& arr, const std::string& va
   std::string v = em.emit(rn, body, ind + "  ");
   const std::string in = "r0 + r < n_r && c0 + c < n_c";
   x.out += fmt::format("{}float {}[{}];\n#pragma unroll\n{}for (int {} = 0; {} < {}; ++{}) {{\n", ind, arr, n, ind, var, var, n, var);
-  if (register_leaves(rn)) {
+  if (fast || register_leaves(rn)) {
     x.out += fmt::format("{}{}  {}[{}] = {};\n{}}}\n", body, ind, arr, var, v, ind);
     // A bare input needs no mask: the loads leave +0 bits out of range. Only with one scale: in
     // the fused dim0+dim1 kernel the unmasked values raised ptxas's spills from 136 to 376 bytes.
-    if (rn->op != Op::input || x.v.scales.size() > 1)
+    if (!fast && (rn->op != Op::input || x.v.scales.size() > 1))
       x.out += fmt::format("{}if (!(rows_full && cols_full)) {{\n#pragma unroll\n{}  for (int {} = 0; {} < {}; ++{}) if (!({})) {}[{}] = 0.0f;\n{}}}\n",
                            ind, ind, var, var, n, var, in, arr, var, ind);
   } else {
@@ -94,9 +86,42 @@ void emit_values(Ctx& x, int root, const std::string& arr, const std::string& va
   }
 }
 
-void emit_amax_of(Ctx& x, int s, const std::string& arr, int n, const std::vector<int>& xors, const std::string& ind) {
-  x.out += fmt::format("{0}mx_u32 m = 0u;\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{ mx_u32 a = mx_bits({2}[e]) & 0x7fffffffu; {3}m = a > m ? a : m; }}\n",
-                       ind, n, arr, x.v.scale_flush[size_t(s)] ? "if (a < 0x00800000u) a = 0u; " : "");
+// The tensor input whose words the block amax of scale s can read two elements at a time (its
+// root is that bare bf16/f16 input), or -1.
+int packed_amax_input(const Ctx& x, int s) {
+  const NodePtr& rn = x.v.roots[size_t(x.v.scale_root[size_t(s)])];
+  if (rn->op != Op::input) return -1;
+  const int k = x.p.input_index(rn->name);
+  const DType dt = x.p.inputs()[size_t(k)].dtype;
+  return dt == DType::bf16 || dt == DType::f16 ? k : -1;
+}
+
+// C expression: the FP32 bits of the larger (`half` < 0: of both) 16-bit lane of packed |x| word
+// `pw` of input k.
+std::string widen_half(const Ctx& x, int k, const std::string& pw, int half) {
+  const bool bf16 = x.p.inputs()[size_t(k)].dtype == DType::bf16;
+  auto lane = [&](int h) {
+    if (bf16) return h ? fmt::format("({} & 0xffff0000u)", pw) : fmt::format("({} << 16)", pw);
+    return fmt::format("mx_bits(mx_f16_to_f32(mx_u16({})))", h ? fmt::format("{} >> 16", pw) : fmt::format("{} & 0xffffu", pw));
+  };
+  if (half >= 0) return lane(half);
+  return fmt::format("mx_umax({}, {})", lane(0), lane(1));
+}
+
+// m = the block's max |x| bits over this thread's elements, combined across the block's lanes
+// (xors), then scale s from it: byte<s>, flag<s>, mult<s>, sval<s>. `packed_m`, when given, is
+// the thread's max already (a packed-lane expression); else it is taken over arr[0..n).
+void emit_amax_of(Ctx& x, int s, const std::string& arr, int n, const std::vector<int>& xors, const std::string& ind,
+                  const std::string& packed_m = "") {
+  const bool flush = x.v.scale_flush[size_t(s)];
+  if (!packed_m.empty()) {
+    // The flush of the maximum is the maximum of the flushed values (flushing is monotonic).
+    x.out += fmt::format("{}mx_u32 m = {};\n", ind, packed_m);
+    if (flush) x.out += fmt::format("{}if (m < 0x00800000u) m = 0u;\n", ind);
+  } else {
+    x.out += fmt::format("{0}mx_u32 m = 0u;\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{ mx_u32 a = mx_bits({2}[e]) & 0x7fffffffu; {3}m = a > m ? a : m; }}\n",
+                         ind, n, arr, flush ? "if (a < 0x00800000u) a = 0u; " : "");
+  }
   for (int o : xors) x.out += fmt::format("{}{{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, {}); m = o_ > m ? o_ : m; }}\n", ind, o);
   x.out += scale_from_amax(x.v.scales[size_t(s)], ind);
   x.out += fmt::format("{0}const mx_u32 byte{1} = byte, flag{1} = flag;\n{0}const float mult{1} = mult, sval{1} = sval;\n{0}(void)byte{1}; (void)sval{1};\n",
@@ -113,39 +138,163 @@ std::string stores_aligned(const Ctx& x, int o, int unit, int bytes) {
   return fmt::format("(P.out_stride[{}][{}] == 1 && (({}) & {}u) == 0)", o, unit, bits, bytes - 1);
 }
 
-// Outputs that use scale s: its scales outputs and the elems of its quantizes.
-void emit_uses(Ctx& x, int s, bool along_r, int blk_axis, const std::string& blk, const std::string& ind,
-               const std::string& scale_cond, const std::string& arr) {
+// The code output o of quantize q: along ax_r (column-wise codes) or ax_c, and its store bytes.
+struct CodeOut {
+  int o;
+  bool along_r;
+  int bytes;
+};
+std::vector<CodeOut> code_outputs(const Ctx& x) {
+  std::vector<CodeOut> r;
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-    const Output& out = x.p.outputs()[size_t(o)];
-    if (out.kind == OutputKind::scales && x.v.output_index[size_t(o)] == s) {
-      x.out += fmt::format("{}if ({}) {{\n", ind, scale_cond);
-      emit_scale_write(x, o, s, blk_axis, blk, ind + "  ");
-      x.out += ind + "}\n";
-    }
+    if (x.p.outputs()[size_t(o)].kind != OutputKind::elems) continue;
+    const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
+    const bool along_r = block_of(q).axes[0] == x.plan.ax_r;
+    const int n = along_r ? x.plan.col_w : kCols;
+    r.push_back({o, along_r, q->elem.packed() ? n / 2 : n});
   }
-  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-    const Output& out = x.p.outputs()[size_t(o)];
-    if (out.kind != OutputKind::elems) continue;
+  return r;
+}
+
+// Outputs that use scale s: its scales outputs and the elems of its quantizes.
+void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, const std::string& ind,
+               const std::string& scale_cond, const std::string& arr, bool fast) {
+  if (scale_staged(x, s)) {
+    // Into shared memory; the CTA writes the tile's scales at the end (emit_tile_scales).
+    x.out += fmt::format("{}if ({}) {{\n", ind, scale_cond);
+    x.out += fmt::format("{}  const int lb = {};\n", ind, stage_index);
+    x.out += scale_staged(x, s, true) ? fmt::format("{0}  s{1}_val[lb] = sval{1};\n{0}}}\n", ind, s)
+                                      : fmt::format("{0}  s{1}_info[lb] = byte{1};\n{0}}}\n", ind, s);
+  }
+  for (const CodeOut& co : code_outputs(x)) {
+    const int o = co.o;
     const int qi = x.v.output_index[size_t(o)];
     if (x.v.quantize_scale[size_t(qi)] != s) continue;
     const NodePtr& q = x.v.quantizes[size_t(qi)];
     const int n = along_r ? x.plan.col_w : kCols;
-    x.out += fmt::format("{}{{  // output '{}' ({})\n", ind, out.name, q->elem.str());
+    x.out += fmt::format("{}{{  // output '{}' ({})\n", ind, x.p.outputs()[size_t(o)].name, q->elem.str());
     emit_packed_codes(x, q, s, arr, n, [&](int h) {
       const std::string e = fmt::format("(e + {})", h);
       return along_r ? x.linear_index(e, "c") : x.linear_index("r", e);
     }, ind + "  ");
     const int packed = q->elem.packed() ? (along_r ? x.plan.ax_r : x.plan.ax_c) : -1;
-    x.out += fmt::format("{}  mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", ind, o, x.out_offset(o, "r", "c", packed));
-    const int bytes = q->elem.packed() ? n / 2 : n;
-    if (along_r)
-      emit_store_codes(x, q, n, "rows_full && c0 + c < n_c && " + stores_aligned(x, o, x.plan.ax_r, bytes),
-                       "r0 + e < n_r && c0 + c < n_c", ind + "  ", true);
-    else
-      emit_store_codes(x, q, n, "cols_full && r0 + r < n_r && " + stores_aligned(x, o, x.plan.ax_c, bytes),
-                       "r0 + r < n_r && c0 + e < n_c", ind + "  ", true);
+    if (fast) {  // whole and aligned (the fast path's condition); ob<o>_ steps along the loop
+      x.out += fmt::format("{}  mx_u8* const ob = ob{}_;\n", ind, o);
+      emit_store_codes(x, q, n, "true", "true", ind + "  ", true);
+      x.out += fmt::format("{}  ob{}_ += os{};\n", ind, o, o);
+    } else {
+      x.out += fmt::format("{}  mx_u8* const ob = static_cast<mx_u8*>(P.out[{}]) + ({});\n", ind, o, x.out_offset(o, "r", "c", packed));
+      if (along_r)
+        emit_store_codes(x, q, n, "rows_full && c0 + c < n_c && " + stores_aligned(x, o, x.plan.ax_r, co.bytes),
+                         "r0 + e < n_r && c0 + c < n_c", ind + "  ", true);
+      else
+        emit_store_codes(x, q, n, "cols_full && r0 + r < n_r && " + stores_aligned(x, o, x.plan.ax_c, co.bytes),
+                         "r0 + r < n_r && c0 + e < n_c", ind + "  ", true);
+    }
     x.out += ind + "}\n";
+  }
+}
+
+// Loads (col_w rows of 16 bytes, all issued before any is used), then every scale and its uses.
+// `fast`: the warp's tiles are whole and every code store aligned, so nothing is guarded.
+void emit_body(Ctx& x, bool fast, const std::string& ind) {
+  const Plan& pl = x.plan;
+  const int kRows = pl.col_w;
+  bool along_c = false;
+  for (const NodePtr& sn : x.v.scales) along_c = along_c || block_of(sn).axes[0] == pl.ax_c;
+  const int lanes_r = columns_lanes_r(kRows, along_c);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
+    if (x.p.inputs()[k].kind != InputDecl::tensor) continue;
+    x.out += fmt::format("{}mx_u32 w{}[{}][4];\n", ind, k, kRows);
+    if (fast) {
+      // One base pointer; rows step by the row stride (no per-row 64-bit index products).
+      x.out += fmt::format("{}{{\n{}  const mx_u16* const p = static_cast<const mx_u16*>(P.in[{}]) + ({});\n", ind, ind, k,
+                           x.in_offset(int(k), "0", "0"));
+      x.out += fmt::format("{0}  const mx_i64 rs = P.in_stride[{1}][{2}];\n#pragma unroll\n{0}  for (int r = 0; r < {3}; ++r) {{\n", ind, k,
+                           pl.ax_r, kRows);
+      x.out += fmt::format("{0}    const mx_v16 v = mx_ld16(p + r * rs);\n{0}    w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n{0}  }}\n{0}}}\n",
+                           ind, k);
+      continue;
+    }
+    x.out += fmt::format("#pragma unroll\n{}for (int r = 0; r < {}; ++r) {{\n", ind, kRows);
+    x.out += fmt::format("{}  const int c = 0;\n", ind);
+    x.out += fmt::format("{}  const mx_u16* const p = static_cast<const mx_u16*>(P.in[{}]) + ({});\n", ind, k, x.in_offset(int(k), "r", "c"));
+    x.out += fmt::format("{0}  if (cols_full && r0 + r < n_r) {{\n{0}    const mx_v16 v = mx_ld16(p);\n{0}    w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n",
+                         ind, k);
+    x.out += fmt::format("{}  }} else {{\n", ind);
+    x.out += fmt::format("{}    for (int e = 0; e < 4; ++e) w{}[r][e] = 0u;\n", ind, k);
+    x.out += fmt::format("{}    if (r0 + r < n_r) for (int e = 0; e < {}; ++e) if (c0 + e < n_c) w{}[r][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n",
+                         ind, kCols, k);
+    x.out += fmt::format("{}  }}\n{}}}\n", ind, ind);
+  }
+  const std::string in2 = ind + "  ", in3 = ind + "    ";
+  // A bare 16-bit input (its words are +0 out of range): every block amax two elements at a time
+  // from the loaded words, all in one pass before any scale is used (the |x| words then die; a
+  // pass per scale would keep them live from the first to the second):
+  //   pm<s>[j] column pair j (columns 2j, 2j+1): halves of word j over the thread's rows
+  //   pr<s>[r] row r: both halves of its 4 words
+  std::vector<int> pk(x.v.scales.size(), -1);
+  for (int s = 0; s < int(x.v.scales.size()); ++s) {
+    pk[size_t(s)] = packed_amax_input(x, s);
+    if (pk[size_t(s)] < 0) continue;
+    const int k = pk[size_t(s)];
+    const char* pmax = x.p.inputs()[size_t(k)].dtype == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
+    if (block_of(x.v.scales[size_t(s)]).axes[0] == pl.ax_r) {
+      x.out += fmt::format("{0}mx_u32 pm{1}[4];\n#pragma unroll\n{0}for (int j = 0; j < 4; ++j) {{\n{0}  pm{1}[j] = w{2}[0][j] & 0x7fff7fffu;\n", ind, s, k);
+      x.out += fmt::format("#pragma unroll\n{0}  for (int r = 1; r < {1}; ++r) pm{2}[j] = {3}(pm{2}[j], w{4}[r][j] & 0x7fff7fffu);\n{0}}}\n", ind,
+                           kRows, s, pmax, k);
+    } else {
+      x.out += fmt::format("{0}mx_u32 pr{1}[{2}];\n#pragma unroll\n{0}for (int r = 0; r < {2}; ++r)\n", ind, s, kRows);
+      x.out += fmt::format("{0}  pr{1}[r] = {2}({2}(w{3}[r][0] & 0x7fff7fffu, w{3}[r][1] & 0x7fff7fffu), {2}(w{3}[r][2] & 0x7fff7fffu, w{3}[r][3] & 0x7fff7fffu));\n",
+                           ind, s, pmax, k);
+    }
+  }
+  for (int s = 0; s < int(x.v.scales.size()); ++s) {
+    const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
+    const int root = x.v.scale_root[size_t(s)];
+    const int64_t bs = b.sizes[0];
+    // Fast path: each code output's pointer at the thread's first row and column, stepped by its
+    // stride along the loop (no per-store 64-bit index products).
+    for (const CodeOut& co : code_outputs(x)) {
+      if (!fast || x.v.quantize_scale[size_t(x.v.output_index[size_t(co.o)])] != s) continue;
+      const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(co.o)])];
+      const int packed = q->elem.packed() ? (co.along_r ? pl.ax_r : pl.ax_c) : -1;
+      x.out += fmt::format("{}mx_u8* ob{}_ = static_cast<mx_u8*>(P.out[{}]) + ({});\n", ind, co.o, co.o, x.out_offset(co.o, "0", "0", packed));
+      x.out += fmt::format("{}const mx_i64 os{} = P.out_stride[{}][{}];\n", ind, co.o, co.o, co.along_r ? pl.ax_c : pl.ax_r);
+    }
+    if (b.axes[0] == pl.ax_r) {
+      const int lanes = int(bs / kRows);
+      std::vector<int> xors;
+      for (int l = lanes / 2; l >= 1; l /= 2) xors.push_back(l);
+      x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} ({} lanes), column by column.\n", ind, s, bs, pl.ax_r, lanes);
+      x.out += fmt::format("#pragma unroll\n{}for (int c = 0; c < {}; ++c) {{\n", ind, kCols);
+      emit_values(x, root, "col", "r", kRows, in2, fast, along_c);
+      x.out += in2 + "{\n";
+      // c is a compile-time constant after unrolling: one half of the pair's word.
+      const int k = pk[size_t(s)];
+      const std::string packed_m =
+          k >= 0 ? fmt::format("(c & 1) ? {} : {}", widen_half(x, k, fmt::format("pm{}[c >> 1]", s), 1),
+                               widen_half(x, k, fmt::format("pm{}[c >> 1]", s), 0))
+                 : "";
+      emit_amax_of(x, s, "col", kRows, xors, in3, packed_m);
+      x.out += in3 + "const int r = 0;\n";
+      // This block's scale in the tile: block row (rows from the tile's origin) / bs, column c.
+      emit_uses(x, s, true, fmt::format("((r0 - t_r0) / {}) * {} + (c0 - t_c0) + c", bs, pl.tile_c), in3,
+                fast ? fmt::format("(rg % {}) == 0", lanes) : fmt::format("(rg % {}) == 0 && r0 < n_r && c0 + c < n_c", lanes), "col",
+                fast);
+      x.out += in2 + "}\n" + ind + "}\n";
+    } else {
+      x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} (4 lanes), row by row.\n", ind, s, bs, pl.ax_c);
+      x.out += fmt::format("#pragma unroll\n{}for (int r = 0; r < {}; ++r) {{\n", ind, kRows);
+      emit_values(x, root, "row", "c", kCols, in2, fast);
+      x.out += in2 + "{\n";
+      const std::string packed_m = pk[size_t(s)] >= 0 ? widen_half(x, pk[size_t(s)], fmt::format("pr{}[r]", s), -1) : "";
+      emit_amax_of(x, s, "row", kCols, {lanes_r, 2 * lanes_r}, in3, packed_m);
+      x.out += in3 + "const int c = 0;\n";
+      emit_uses(x, s, false, fmt::format("(r0 - t_r0 + r) * {} + (c0 - t_c0) / {}", pl.tile_c / bs, bs), in3,
+                fast ? std::string("cl == 0") : std::string("cl == 0 && r0 + r < n_r && c0 < n_c"), "row", fast);
+      x.out += in2 + "}\n" + ind + "}\n";
+    }
   }
 }
 
@@ -153,61 +302,63 @@ void emit_uses(Ctx& x, int s, bool along_r, int blk_axis, const std::string& blk
 
 void emit_columns_kernel(Ctx& x) {
   const Plan& pl = x.plan;
-  const int kRows = pl.col_w, lanes_r = pl.tile_r / kRows;  // lanes along rows: 8 (16 rows each) or 16 (8 rows)
+  bool along_c = false;
+  for (const NodePtr& sn : x.v.scales) along_c = along_c || block_of(sn).axes[0] == pl.ax_c;
+  const int kRows = pl.col_w, lanes_r = columns_lanes_r(kRows, along_c), warps_r = pl.tile_r / (lanes_r * kRows);
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks,
                        pl.kernel_name);
   // Row tiles run fastest over the grid: neighbouring CTAs complete each column's lines together.
-  // 32-bit decomposition (a 64-bit division is a long subroutine): the launcher checks that every
-  // extent and tile count fits in 31 bits.
-  x.out += "  unsigned t = blockIdx.x;\n  const mx_i64 tr = t % unsigned(P.tiles_r); t /= unsigned(P.tiles_r);\n";
-  x.out += "  const mx_i64 tc = t % unsigned(P.tiles_c); t /= unsigned(P.tiles_c);\n";
+  // 32-bit indices (a 64-bit division is a long subroutine; 64-bit compares are two
+  // instructions): the launcher checks that every extent and the tile count fit in 31 bits.
+  x.out += "  unsigned t = blockIdx.x;\n  const int tr = int(t % unsigned(P.tiles_r)); t /= unsigned(P.tiles_r);\n";
+  x.out += "  const int tc = int(t % unsigned(P.tiles_c)); t /= unsigned(P.tiles_c);\n";
   for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
     x.out += fmt::format("  const mx_i64 bi{0} = t % unsigned(P.shape[{0}]); t /= unsigned(P.shape[{0}]);\n", *it);
   x.out += fmt::format("  const int lane = threadIdx.x & 31, rg = lane % {0}, cl = lane / {0}, warp = threadIdx.x >> 5;\n", lanes_r);
-  x.out += fmt::format("  const mx_i64 r0 = tr * {} + rg * {};  // this thread's rows r0 .. r0+{} (axis {})\n", pl.tile_r, kRows, kRows - 1, pl.ax_r);
-  x.out += fmt::format("  const mx_i64 c0 = tc * {} + warp * {} + cl * {};  // columns c0 .. c0+{} (axis {})\n", pl.tile_c, 32 / lanes_r * kCols, kCols, kCols - 1, pl.ax_c);
-  x.out += fmt::format("  const mx_i64 n_r = P.shape[{}], n_c = P.shape[{}];\n", pl.ax_r, pl.ax_c);
+  // Warps side by side along ax_c, or (warps_r > 1) stacked in pairs or more along ax_r.
+  std::string wr_term, wc = "warp";
+  if (warps_r > 1) {
+    x.out += fmt::format("  const int wr = warp % {0}, wc = warp / {0};  // {0} warps along axis {1}\n", warps_r, pl.ax_r);
+    wr_term = fmt::format("wr * {} + ", lanes_r * kRows);
+    wc = "wc";
+  }
+  x.out += fmt::format("  const int r0 = tr * {} + {}rg * {};  // this thread's rows r0 .. r0+{} (axis {})\n", pl.tile_r, wr_term, kRows,
+                       kRows - 1, pl.ax_r);
+  x.out += fmt::format("  const int c0 = tc * {} + {} * {} + cl * {};  // columns c0 .. c0+{} (axis {})\n", pl.tile_c, wc,
+                       32 / lanes_r * kCols, kCols, kCols - 1, pl.ax_c);
+  x.out += fmt::format("  const int t_r0 = tr * {}, t_c0 = tc * {};  // the tile's origin\n", pl.tile_r, pl.tile_c);
+  x.out += fmt::format("  const int n_r = int(P.shape[{}]), n_c = int(P.shape[{}]);\n", pl.ax_r, pl.ax_c);
+  // Scales are staged per tile and written by the whole CTA at the end: a thread's own scales
+  // are one byte in each of several 32-byte sectors (8 sectors per warp store for row-wise
+  // scales), which loaded the L2 with partial writes as numerous as the codes' sectors.
+  for (int s = 0; s < int(x.v.scales.size()); ++s) {
+    if (!scale_staged(x, s)) continue;
+    const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
+    const int nb = int((pl.tile_r / b.size_along(pl.ax_r)) * (pl.tile_c / b.size_along(pl.ax_c)));
+    x.out += scale_staged(x, s, true) ? fmt::format("  __shared__ float s{}_val[{}];\n", s, nb)
+                                      : fmt::format("  __shared__ mx_u8 s{}_info[{}];\n", s, nb);
+  }
   x.out += fmt::format("  const bool rows_full = r0 + {} <= n_r, cols_full = c0 + {} <= n_c;\n", kRows, kCols);
   x.out += "  (void)rows_full; (void)cols_full;\n";
-  // Loads: 16 rows of 16 bytes, all issued before any is used.
-  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
-    if (x.p.inputs()[k].kind != InputDecl::tensor) continue;
-    x.out += fmt::format("  mx_u32 w{}[{}][4];\n#pragma unroll\n  for (int r = 0; r < {}; ++r) {{\n", k, kRows, kRows);
-    x.out += "    const int c = 0;\n";
-    x.out += fmt::format("    const mx_u16* const p = static_cast<const mx_u16*>(P.in[{}]) + ({});\n", k, x.in_offset(int(k), "r", "c"));
-    x.out += fmt::format("    if (cols_full && r0 + r < n_r) {{\n      const mx_v16 v = mx_ld16(p);\n      w{0}[r][0] = v.x; w{0}[r][1] = v.y; w{0}[r][2] = v.z; w{0}[r][3] = v.w;\n", k);
-    x.out += "    } else {\n";
-    x.out += fmt::format("      for (int e = 0; e < 4; ++e) w{}[r][e] = 0u;\n", k);
-    x.out += fmt::format("      if (r0 + r < n_r) for (int e = 0; e < {}; ++e) if (c0 + e < n_c) w{}[r][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n", kCols, k);
-    x.out += "    }\n  }\n";
-  }
-  for (int s = 0; s < int(x.v.scales.size()); ++s) {
-    const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
-    const int root = x.v.scale_root[size_t(s)];
-    const int64_t bs = b.sizes[0];
-    if (b.axes[0] == pl.ax_r) {
-      const int lanes = int(bs / kRows);
-      std::vector<int> xors;
-      for (int l = lanes / 2; l >= 1; l /= 2) xors.push_back(l);
-      x.out += fmt::format("  // Scales {}: blocks of {} along axis {} ({} lanes), column by column.\n", s, bs, pl.ax_r, lanes);
-      x.out += fmt::format("#pragma unroll\n  for (int c = 0; c < {}; ++c) {{\n", kCols);
-      emit_values(x, root, "col", "r", kRows, "    ");
-      x.out += "    {\n";
-      emit_amax_of(x, s, "col", kRows, xors, "      ");
-      x.out += "      const int r = 0;\n";
-      emit_uses(x, s, true, pl.ax_r, fmt::format("((r0 + r) / {})", bs), "      ",
-                fmt::format("(rg % {}) == 0 && r0 < n_r && c0 + c < n_c", lanes), "col");
-      x.out += "    }\n  }\n";
-    } else {
-      x.out += fmt::format("  // Scales {}: blocks of {} along axis {} (4 lanes), row by row.\n", s, bs, pl.ax_c);
-      x.out += fmt::format("#pragma unroll\n  for (int r = 0; r < {}; ++r) {{\n", kRows);
-      emit_values(x, root, "row", "c", kCols, "    ");
-      x.out += "    {\n";
-      emit_amax_of(x, s, "row", kCols, {lanes_r, 2 * lanes_r}, "      ");
-      x.out += "      const int c = 0;\n";
-      emit_uses(x, s, false, pl.ax_c, fmt::format("((c0 + c) / {})", bs), "      ", "cl == 0 && r0 + r < n_r && c0 < n_c", "row");
-      x.out += "    }\n  }\n";
-    }
+  // The fast path: every thread of the warp has whole tiles and every code store is aligned
+  // (warp-uniform: both paths shuffle across the warp).
+  std::string fast = "rows_full && cols_full";
+  for (const CodeOut& co : code_outputs(x))
+    fast += " && " + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, co.bytes);
+  x.out += fmt::format("  if (__all_sync(0xffffffffu, {})) {{\n", fast);
+  emit_body(x, true, "    ");
+  x.out += "  } else {\n";
+  emit_body(x, false, "    ");
+  x.out += "  }\n";
+  bool staged = false;
+  for (int s = 0; s < int(x.v.scales.size()); ++s) staged = staged || scale_staged(x, s);
+  if (staged) {
+    x.out += "  __syncthreads();\n  {\n";
+    x.out += fmt::format("    const int r0 = t_r0, c0 = t_c0, nr = n_r - r0 < {0} ? n_r - r0 : {0}, nc = n_c - c0 < {1} ? n_c - c0 : {1};\n",
+                         pl.tile_r, pl.tile_c);
+    for (int o = 0; o < int(x.p.outputs().size()); ++o)
+      if (x.p.outputs()[size_t(o)].kind == OutputKind::scales) emit_tile_scales(x, o);
+    x.out += "  }\n";
   }
   x.out += "}\n";
 }

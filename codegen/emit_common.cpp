@@ -351,3 +351,74 @@ std::string tamax_decl(const Ctx& x) {
 }
 
 }  // namespace mxjit::detail
+
+namespace mxjit::detail {
+
+void emit_tile_scales(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int si = x.v.output_index[size_t(o)];
+  const BlockSpec& b = block_of(x.v.scales[size_t(si)]);
+  const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
+  const bool f32 = out.dtype == DType::f32;
+  x.out += fmt::format("  // Scales '{}' ({}) of this tile, from shared memory.\n  {{\n", out.name, out.layout.str());
+  // Scale-index ranges of this tile along the tile axes (small: int); the last tile also covers
+  // the padding of a blocked layout.
+  x.out += fmt::format("    const mx_i64 sr0 = r0 / {0}, sc0 = c0 / {1};\n", br, bc);
+  x.out += fmt::format("    int nsr = (nr + {0} - 1) / {0}, nsc = (nc + {1} - 1) / {1};\n", br, bc);
+  if (pl.ax_r < 0) x.out += "    const mx_i64 ext_r = 1;\n";
+  else x.out += fmt::format("    const mx_i64 ext_r = P.out_shape[{}][{}];\n", o, pl.ax_r);
+  x.out += fmt::format("    const mx_i64 ext_c = P.out_shape[{}][{}];\n", o, pl.ax_c);
+  int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
+  if (out.layout.is_blocked()) {
+    auto [ra, ca] = blocked_axes(b, pl.rank);
+    row_axis = ra;
+    col_axis = ca;
+    atom_r = out.layout.atom_rows();
+    atom_c = out.layout.atom_cols();
+    if ((ra != pl.ax_r && ra != pl.ax_c) || (ca != pl.ax_r && ca != pl.ax_c))
+      throw UsageError(fmt::format("GPU generator: blocked scales '{}' need their row and column axes on the tile axes",
+                                   out.name));
+    const int pad_r = ra == pl.ax_r ? atom_r : atom_c, pad_c = ra == pl.ax_c ? atom_r : atom_c;
+    x.out += fmt::format("    if (tr == P.tiles_r - 1) nsr = int(((ext_r + {0} - 1) / {0}) * {0} - sr0);\n", pad_r);
+    x.out += fmt::format("    if (tc == P.tiles_c - 1) nsc = int(((ext_c + {0} - 1) / {0}) * {0} - sc0);\n", pad_c);
+  }
+  // Consecutive threads take neighbouring bytes of the scale tensor: along its innermost axis
+  // (linear) or its column axis (blocked: AC scales of an atom row are contiguous).
+  const int inner = out.layout.is_blocked() ? col_axis : out.layout.order(pl.rank).back();
+  const bool r_fast = pl.ax_r >= 0 && inner == pl.ax_r;
+  x.out += "    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
+  x.out += r_fast ? "      const int ir = k % nsr, ic = k / nsr;\n" : "      const int ir = k / nsc, ic = k % nsc;\n";
+  x.out += "      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
+  x.out += "      const bool real = gr < ext_r && gc < ext_c;\n";
+  x.out += fmt::format("      const int lb = ir * {} + ic;\n", pl.tile_c / bc);
+  // NaN canonical (0x7fc00000) like the host, whatever payload the GPU's arithmetic made.
+  if (f32) x.out += fmt::format("      const float val = s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb];\n", si);
+  else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
+  // Scale-tensor index along each axis.
+  auto sidx = [&](int a) -> std::string {
+    if (a == pl.ax_r) return "gr";
+    if (a == pl.ax_c) return "gc";
+    return fmt::format("bi{}", a);
+  };
+  if (out.layout.is_grouped()) {
+    x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
+  } else if (out.layout.is_blocked()) {
+    std::string bexpr = "0";
+    for (int a = 0; a < pl.rank; ++a)
+      if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);
+    // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
+    x.out += fmt::format("      const unsigned nR = unsigned(P.out_shape[{0}][{1}]), Cp = (unsigned(P.out_shape[{0}][{2}]) + {3} - 1) / {3} * {3};\n",
+                         o, row_axis, col_axis, atom_c);
+    const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, atom_r, atom_r, atom_r);
+    x.out += fmt::format("      (void)nR;\n      static_cast<mx_u8*>(P.out[{}])[{} + mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)] = val;\n",
+                         o, base, atom_r, atom_c, sidx(row_axis), sidx(col_axis));
+  } else {
+    std::string off;
+    for (int a = 0; a < pl.rank; ++a) off += fmt::format("{}{} * P.out_stride[{}][{}]", off.empty() ? "" : " + ", sidx(a), o, a);
+    x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, off);
+  }
+  x.out += "    }\n  }\n";
+}
+
+}  // namespace mxjit::detail

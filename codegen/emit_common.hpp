@@ -98,6 +98,12 @@ bool has_grouped_layout(const Pipeline& p);
 /// (Plan::zero_outputs).
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
                                 const std::string& val, const std::string& indent, const std::string& ptr = "");
+/// Writes the scales of output `o` for the CTA's tile from shared memory (s<i>_info: the byte in
+/// the low 8 bits; s<i>_val: the FP32 scale; index (scale row in tile) * (tile_c / block cols) +
+/// scale column), consecutive threads on neighbouring bytes of the scale tensor. The last tile
+/// along an axis also writes the zero padding of a blocked layout. Expects tr, tc, the tile's
+/// origin r0, c0 and valid extents nr, nc, and bi<a> of batch axes, in scope.
+void emit_tile_scales(Ctx& x, int o);
 /// The whole grouped (jagged groups) kernel body.
 void emit_grouped_kernel(Ctx& x);
 /// The whole columns kernel body (dim1 / per-expert / fused casts of a 2-byte input, registers only).

@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-5";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-6";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -65,9 +65,10 @@ struct Plan {
   /// vector kernel (one CTA per group and tile_c columns, 8 columns per thread, the group's first
   /// tile_r rows cached in shared memory, min_blocks CTAs per SM at most), with col_w 1 the scalar
   /// one (one thread per column, 256 columns per CTA).
-  /// columns: no shared memory — each thread holds 16 rows x 8 columns of a 2-byte input, used
-  /// for casts with blocks along ax_r (dim1, per-expert, dim0+dim1) whose codes run along their
-  /// block axis (see emit_columns.cpp).
+  /// columns: registers only for the values — each thread holds col_w (16 or 8) rows x 8 columns
+  /// of a 2-byte input, used for casts with blocks along ax_r (dim1, per-expert, dim0+dim1) whose
+  /// codes run along their block axis; the tile's scales are staged in shared memory (see
+  /// emit_columns.cpp).
   enum class Kind : uint8_t { tiled, direct, grouped, columns };
   Kind kind = Kind::tiled;
   int block_c = 8;  ///< direct: elements per block along ax_c
@@ -92,6 +93,12 @@ struct Plan {
   /// Parses str() (launch metadata read back from the cache).
   static Plan parse(const std::string& text);
 };
+
+/// The columns kernel's warp shape: lanes along ax_r (each col_w rows), the other 32 / lanes_r
+/// along ax_c (each 8 columns). 128 / col_w (a warp covers 128 rows) unless a block runs along
+/// ax_c (`along_c`, the dim0 half of a dim0+dim1 cast): then 8, so that its 32 columns are 4
+/// lanes of one warp row.
+inline int columns_lanes_r(int col_w, bool along_c) { return along_c ? 8 : 128 / col_w; }
 
 /// Chooses the plan for `p` on `target` and stride class `sc`. Throws UsageError when the GPU
 /// generator cannot run the pipeline (naming the reason, e.g. jagged groups).

@@ -142,10 +142,11 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     if (const int64_t bytes = b.outputs[size_t(o)].storage_bytes; bytes > 0)
       drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, size_t(bytes),
                                     reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
-  // The direct and columns kernels write real blocked scales only: where the scale matrix has
-  // padding, the whole scale tensor starts from zero (a memset of 1/32 of the elements' bytes,
-  // in stream order). Measured on an H200, padding code in the kernels' hot paths cost +10%.
-  if (plan.kind == detail::Plan::Kind::direct || plan.kind == detail::Plan::Kind::columns)
+  // The direct kernel writes real blocked scales only: where the scale matrix has padding, the
+  // whole scale tensor starts from zero (a memset of 1/32 of the elements' bytes, in stream
+  // order). Measured on an H200, padding code in its hot path cost +10%. (The tiled and columns
+  // kernels write their tiles' scales, padding included, after the tile's codes.)
+  if (plan.kind == detail::Plan::Kind::direct)
     for (size_t o = 0; o < b.outputs.size(); ++o) {
       const OutputGeometry& g = b.outputs[o];
       if (g.row_axis < 0 || p.outputs()[o].layout.is_grouped()) continue;
@@ -171,8 +172,6 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     for (int a = 0; a < rank; ++a)
       if (a != plan.ax_c) tiles_r *= b.shape[size_t(a)];
     grid = 0;
-    for (int64_t e : b.shape)
-      if (e >= (int64_t(1) << 31)) throw UsageError(fmt::format("launch: extent {} exceeds 2^31 - 1", e));
   } else {
     tiles_c = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c;
     tiles_r = plan.ax_r >= 0 ? (b.shape[size_t(plan.ax_r)] + plan.tile_r - 1) / plan.tile_r : 1;
@@ -182,6 +181,10 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   }
   if (grid >= (int64_t(1) << 31))
     throw UsageError(fmt::format("launch: {} tiles exceed one launch's 2^31 CTAs", grid));
+  // The direct and columns kernels index within the domain with 32-bit integers.
+  if (plan.kind == detail::Plan::Kind::direct || plan.kind == detail::Plan::Kind::columns)
+    for (int64_t e : b.shape)
+      if (e >= (int64_t(1) << 31)) throw UsageError(fmt::format("launch: extent {} exceeds 2^31 - 1", e));
   // Parameter block, in the order the generated MxParams declares it (every field 8 bytes).
   std::vector<int64_t> w;
   w.reserve(size_t(detail::param_words(p) + detail::grouped_param_words(p)));

@@ -48,6 +48,21 @@ MX_D void mx_unpack_f32x4(mx_v16 v, float* o) {
   o[0] = mx_float(v.x); o[1] = mx_float(v.y); o[2] = mx_float(v.z); o[3] = mx_float(v.w);
 }
 
+// Lane-wise max of two pairs of non-negative 16-bit floats (|x|: sign bits cleared by the caller),
+// two elements per instruction; NaN-propagating (a NaN lane gives the canonical 0x7fff, which
+// widens to an FP32 NaN: its block is a NaN block, as with the FP32 bit maximum).
+MX_D mx_u32 mx_max_bf16x2(mx_u32 a, mx_u32 b) {
+  mx_u32 d;
+  asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+MX_D mx_u32 mx_umax(mx_u32 a, mx_u32 b) { return a > b ? a : b; }
+MX_D mx_u32 mx_max_f16x2(mx_u32 a, mx_u32 b) {
+  mx_u32 d;
+  asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
 // Block-wide max of non-negative float bit patterns (|x| orders like its bits; NaN is largest).
 MX_D mx_u32 mx_warp_max_u32(mx_u32 v) {
 #pragma unroll

@@ -163,8 +163,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "def5e2f821541ac5959f208517d70bb2");
-  CHECK(b == "ca834c002490fa1a60caec3f974a4d06");
+  CHECK(a == "15d42d03269be9c52f29d87afac65354");
+  CHECK(b == "b17a97be563f0cedbad0d519568e0ab6");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
@@ -202,7 +202,42 @@ TEST_CASE("the benchmark's casts compile for sm_90a within their register budget
   for (const auto& [name, p] : variants()) {
     CAPTURE(name);
     if (name == "3-D expert") CHECK(spill_bytes(p, default_stride_class(p)) == 0);
-    // Two scales of 16 x 8 values each over a 128-register budget: a little spilling, no more.
-    if (name == "dim0+dim1") CHECK(spill_bytes(p, default_stride_class(p)) <= 136);
+    // Two scales of 8 x 8 values each at 64 registers (4 CTAs per SM): today's ptxas spills 16
+    // bytes (the tail path's); growth is a regression (136 bytes at 16 rows cost 1.4x).
+    if (name == "dim0+dim1") CHECK(spill_bytes(p, default_stride_class(p)) <= 16);
+  }
+}
+
+// The columns kernel's warp shapes (emit_columns.cpp): a warp covers 128 rows x 32 columns with
+// 16 rows per thread; with a row-wise scale too (dim0+dim1), 8 rows per thread, 8 lanes along
+// the rows (a row's 32-column block is 4 lanes of one warp) and warps stacked in pairs.
+TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
+  const Target t = Target::parse("sm_90a");
+  const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear());
+  const Plan a = make_plan(d1, t, default_stride_class(d1));
+  CHECK(a.kind == Plan::Kind::columns);
+  CHECK((a.col_w == 16 && a.tile_r == 128 && a.tile_c == 256 && a.min_blocks == 2));
+  CHECK(columns_lanes_r(16, false) == 8);
+  CHECK(columns_lanes_r(8, false) == 16);
+  CHECK(columns_lanes_r(8, true) == 8);
+  Tuning eight;
+  eight.col_w = 8;
+  const Plan b = make_plan(d1, t, default_stride_class(d1), eight);
+  CHECK((b.col_w == 8 && b.tile_r == 128 && b.tile_c == 128));  // 16 lanes x 8 rows: one warp covers 128 rows
+  for (const auto& [name, p] : variants()) {
+    if (name != "dim0+dim1") continue;
+    const Plan f = make_plan(p, t, default_stride_class(p));
+    CHECK(f.kind == Plan::Kind::columns);
+    CHECK((f.col_w == 8 && f.tile_r == 128 && f.tile_c == 128 && f.min_blocks == 4));
+    Tuning sixteen;
+    sixteen.col_w = 16;
+    sixteen.min_blocks = 2;
+    const Plan g = make_plan(p, t, default_stride_class(p), sixteen);
+    CHECK((g.col_w == 16 && g.tile_c == 256 && g.min_blocks == 2));
+    // Both paths of the kernel: whole warps (no guards) and the tails.
+    const std::string src = generate(p, t, default_stride_class(p)).source;
+    CHECK(src.find("if (__all_sync(0xffffffffu, rows_full && cols_full") != std::string::npos);
+    CHECK(src.find("mx_max_bf16x2") != std::string::npos);
+    CHECK(src.find("__syncthreads();") != std::string::npos);  // the tile's staged scales
   }
 }

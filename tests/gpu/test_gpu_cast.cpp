@@ -87,7 +87,7 @@ TEST_CASE("3-D expert weights cast along N, written per-expert column-major, E =
   CHECK(run_case(p, {3, 70, 130}, 5, true) == 0);
 }
 
-TEST_CASE("blocked scale padding (zeroed by the launcher): batched, both atoms, rows and columns") {
+TEST_CASE("blocked scale padding (direct kernel: zeroed by the launcher; columns kernel: its last tiles): batched, both atoms, rows and columns") {
   MXJIT_REQUIRE_GPU();
   // Rows and scale columns that are and are not whole atoms, batched (3-D, direct kernel) and the
   // columns kernel's MN-major scales; every padding byte must read 0 (the GPU output is poisoned).
@@ -100,6 +100,13 @@ TEST_CASE("blocked scale padding (zeroed by the launcher): batched, both atoms, 
   for (auto sh : std::vector<std::vector<int64_t>>{{100, 70}, {224, 130}, {128, 128}})
     CHECK(run_case(single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::floor, layout::col_major(), layout::blocked_128x4()), sh,
                    uint64_t(++n), true) == 0);
+  // The columns kernel writes its tiles' padding itself: with blocks of 64 and 128 rows, the last
+  // row tile covers more padded scale columns (4 per atom) than it has blocks.
+  for (int64_t blk : {64, 128})
+    for (auto sh : std::vector<std::vector<int64_t>>{{300, 70}, {640, 260}, {129, 8}})
+      CHECK(run_case(single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4(),
+                                 NanPolicy::nan_block, blk),
+                     sh, uint64_t(++n), n % 2 == 0) == 0);
   MESSAGE("padded blocked cases: " << n);
 }
 
@@ -112,6 +119,23 @@ TEST_CASE("dim0 and dim1 from one read of the input") {
                          output("q1", cast(e4m3, x / s1), layout::col_major()), output("s1", s1, layout::blocked_128x4())});
   for (auto sh : std::vector<std::vector<int64_t>>{{256, 256}, {130, 96}, {64, 520}, {33, 32}})
     CHECK(run_case(p, sh, uint64_t(sh[0]), true) == 0);
+  // The columns kernel's other warp shape (8 rows per thread: warps stacked in pairs along the
+  // rows) and register caps, on tiles that are whole, cut in rows, in columns and in both.
+  int n = 0;
+  for (auto [rows, mb] : {std::pair{8, 2}, std::pair{8, 3}, std::pair{16, 1}, std::pair{16, 3}}) {
+    detail::Tuning t;
+    t.col_w = rows;
+    t.min_blocks = mb;
+    Kernel k = jit(p, current_target(), t);
+    for (auto sh : std::vector<std::vector<int64_t>>{{256, 256}, {200, 136}, {64, 520}, {33, 32}, {300, 1000}}) {
+      std::vector<HostTensor> in;
+      in.emplace_back(DType::bf16, sh);
+      fill_random(in.back(), uint64_t(sh[1] + n), n % 2 == 0);
+      CHECK(check_against_reference(k, in, fmt::format("dim0+dim1 {} [{}]", t.str(), fmt::join(sh, ","))) == 0);
+      ++n;
+    }
+  }
+  MESSAGE("dim0+dim1 tuned cases: " << n);
 }
 
 TEST_CASE("strided inputs: column-major, sliced, permuted 3-D; fp32 and fp16 inputs") {
