@@ -197,12 +197,10 @@ void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, cons
 
 // Loads (col_w rows of 16 bytes, all issued before any is used), then every scale and its uses.
 // `fast`: the warp's tiles are whole and every code store aligned, so nothing is guarded.
-void emit_body(Ctx& x, bool fast, const std::string& ind) {
+// `along_c`: a scale runs along ax_c too (dim0+dim1); `lanes_r`: columns_lanes_r of the plan.
+void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& ind) {
   const Plan& pl = x.plan;
   const int kRows = pl.col_w;
-  bool along_c = false;
-  for (const NodePtr& sn : x.v.scales) along_c = along_c || block_of(sn).axes[0] == pl.ax_c;
-  const int lanes_r = columns_lanes_r(kRows, along_c);
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     if (x.p.inputs()[k].kind != InputDecl::tensor) continue;
     x.out += fmt::format("{}mx_u32 w{}[{}][4];\n", ind, k, kRows);
@@ -346,9 +344,9 @@ void emit_columns_kernel(Ctx& x) {
   for (const CodeOut& co : code_outputs(x))
     fast += " && " + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, co.bytes);
   x.out += fmt::format("  if (__all_sync(0xffffffffu, {})) {{\n", fast);
-  emit_body(x, true, "    ");
+  emit_body(x, true, along_c, lanes_r, "    ");
   x.out += "  } else {\n";
-  emit_body(x, false, "    ");
+  emit_body(x, false, along_c, lanes_r, "    ");
   x.out += "  }\n";
   bool staged = false;
   for (int s = 0; s < int(x.v.scales.size()); ++s) staged = staged || scale_staged(x, s);

@@ -372,7 +372,8 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     // Warps stacked along ax_r until they cover 128 rows, the rest side by side along ax_c.
     const int lanes_r = columns_lanes_r(plan.col_w, along_c), warps_r = plan.tile_r / (lanes_r * plan.col_w);
     plan.tile_c = (plan.threads / 32 / warps_r) * (32 / lanes_r) * 8;
-    // 2 CTAs per SM (<= 128 registers): fewer registers spill the 64-register tile (H200 sweep).
+    // 16 rows: 2 CTAs per SM (<= 128 registers; fewer spill the 64-word tile, H200 sweep);
+    // 8 rows with a row-wise scale: 4 (64 registers; see col_w above).
     plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : along_c && plan.col_w == 8 ? 4 : 2;
     plan.smem_bytes = 0;  // static: the staged scales (emit_columns.cpp)
     plan.row_stride = 0;

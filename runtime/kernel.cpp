@@ -183,8 +183,10 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     throw UsageError(fmt::format("launch: {} tiles exceed one launch's 2^31 CTAs", grid));
   // The direct and columns kernels index within the domain with 32-bit integers.
   if (plan.kind == detail::Plan::Kind::direct || plan.kind == detail::Plan::Kind::columns)
-    for (int64_t e : b.shape)
-      if (e >= (int64_t(1) << 31)) throw UsageError(fmt::format("launch: extent {} exceeds 2^31 - 1", e));
+    for (size_t a = 0; a < b.shape.size(); ++a)
+      if (b.shape[a] >= (int64_t(1) << 31))
+        throw UsageError(fmt::format("launch: input extent {} along axis {} exceeds 2^31 - 1 (this cast's kernel indexes "
+                                     "the domain with 32-bit integers)", b.shape[a], a));
   // Parameter block, in the order the generated MxParams declares it (every field 8 bytes).
   std::vector<int64_t> w;
   w.reserve(size_t(detail::param_words(p) + detail::grouped_param_words(p)));
