@@ -149,12 +149,12 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n) {
     std::string code_off = x.in_offset(kc, "r", "c", fp4 ? ba : -1, 2);
     std::string code = fmt::format("mx_u32(mx_ld_u8(P.in[{}], {}))", kc, code_off);
     if (fp4) code = fmt::format("(({} & 1) ? ({} >> 4) : ({} & 15u))", x.idx(ba, "r", "c"), code, code);
-    std::string dv = fmt::format("mx_decode_sw<{}>({})", fmt_args(n->elem), code);
+    std::string dv = fmt::format("mx_decode<{}>({})", fmt_args(n->elem), code);
     std::string s_off = x.in_offset(ks, "r", "c", ba, bs);
     std::string sv;
     switch (n->scale_format) {
       case ScaleFormat::e8m0: sv = fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
-      case ScaleFormat::e4m3: sv = fmt::format("mx_decode_sw<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
+      case ScaleFormat::e4m3: sv = fmt::format("mx_decode<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
       case ScaleFormat::f32: sv = fmt::format("mx_ld_f32(P.in[{}], {})", ks, s_off); break;
     }
     return fmt::format("({} * {})", dv, sv);
@@ -212,14 +212,14 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
         o += "  float s_enc = t == 0.0f ? 1.0f : 2688.0f / t;\n";
         o += "  if (mx_bits(s_enc) == 0x7f800000u) s_enc = mx_float(0x7f7fffffu);\n";
         o += fmt::format("  byte = mx_e4m3_rne(a * (s_enc * {}));\n", float_literal(1.0 / 6.0));
-        o += "  const float den = mx_decode_sw<4, 3, 1, false>(byte) * (1.0f / s_enc);\n";
+        o += "  const float den = mx_decode<4, 3, 1, false>(byte) * (1.0f / s_enc);\n";
         o += "  mult = den == 0.0f ? 0.0f : 1.0f / den;\n";
       } else {
         o += "  const float per_tensor = t / 2688.0f;\n";
         o += "  if (per_tensor == 0.0f) { byte = mx_e4m3_rne(mx_float(0x3c800000u)); flag = 1u; }\n";
         o += "  else {\n    const float ratio = (a / 6.0f) / per_tensor;\n";
         o += "    byte = mx_e4m3_rne(mx_fmin_nan(mx_fmax_nan(ratio, mx_float(0x3c800000u)), 448.0f));\n";
-        o += "    mult = (1.0f / per_tensor) / mx_decode_sw<4, 3, 1, false>(byte);\n  }\n";
+        o += "    mult = (1.0f / per_tensor) / mx_decode<4, 3, 1, false>(byte);\n  }\n";
       }
       o += "}\n";
       break;

@@ -70,7 +70,7 @@ const char* unpack_fn(DType t);
 /// used, so that no load waits on an earlier one (unroll loads in flight).
 std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::string& first, const std::string& ok,
                            const std::string& offset, const std::string& indent);
-/// Template arguments of mx_encode_sw / mx_decode_sw for a format.
+/// Template arguments of mx_encode_sw / mx_decode for a format.
 std::string fmt_args(const ElemFormat& f);
 /// The banner (pipeline, hash, plan, target) and the embedded templates.
 void emit_banner(Ctx& x);

@@ -25,11 +25,71 @@ std::vector<int> row_axes(const Plan& pl) {
   return a;
 }
 
+// Rows between a thread's chunks: 1, or 32 with 128-row blocked scales and 4 chunks. Then a
+// thread's rows r, r+32, r+64, r+96 fill the 4 row slots of one 16-byte line of a 128x4 atom,
+// and the 4 lanes gathering them (emit_blocked_words) store its 16 bytes together:
+//
+//   grid row group g -> rows 128*(g/32) + g%32 + {0, 32, 64, 96}
+//   atom line (r%32): [ r: c0..c3 | r+32: c0..c3 | r+64: c0..c3 | r+96: c0..c3 ]  (16 bytes)
+int row_step(const Plan& pl) { return pl.pad_r == 128 && pl.unroll == 4 ? 32 : 1; }
+
 // Whether tensor input k is read with 16-byte loads (unit stride along ax_c, aligned).
 bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
 
 // Words of 16 bytes per 8-element chunk of a vec input: one for 2-byte types, two for f32.
 int vec_words(DType t) { return t == DType::f32 ? 2 : 1; }
+
+bool vec_dequant(const Ctx& x, const NodePtr& n) { return chunk_dequant(x.p, x.plan, x.sc, n); }
+
+// The vec_dequant nodes under the roots, each once (the index is the suffix of dqc<i>_ / dqs<i>_).
+void collect_dequants(const Ctx& x, const NodePtr& n, std::vector<NodePtr>& out) {
+  if (vec_dequant(x, n)) {
+    for (const NodePtr& d : out)
+      if (d == n) return;
+    out.push_back(n);
+    return;
+  }
+  for (const NodePtr& a : n->args) collect_dequants(x, a, out);
+}
+
+// True when every leaf under n is a register: a tensor input or a vec_dequant node.
+bool register_values(const Ctx& x, const NodePtr& n) {
+  if (vec_dequant(x, n)) return true;
+  if (n->op == Op::vec_input || n->op == Op::dequant) return false;
+  for (const NodePtr& a : n->args)
+    if (!register_values(x, a)) return false;
+  return true;
+}
+
+// Phase-1 loads of vec_dequant node i for chunk u: its codes (raw, zero past n_c) into dqc<i>_[u]
+// and its block's scale value into dqs<i>_[u].
+void emit_dequant_loads(Ctx& x, const NodePtr& n, int i) {
+  const Plan& pl = x.plan;
+  const int kc = x.p.input_index(n->args[0]->name), ks = x.p.input_index(n->args[1]->name);
+  const bool fp4 = n->elem.packed();
+  std::string cb, sb;
+  for (int a : row_axes(pl)) {
+    cb += fmt::format(" + mx_i64(ix{}_[u]) * P.in_stride[{}][{}]", a, kc, a);
+    sb += fmt::format(" + mx_i64(ix{}_[u]) * P.in_stride[{}][{}]", a, ks, a);
+  }
+  x.out += fmt::format("    {{  // dequantize '{}' / '{}': 8 codes, one scale\n", n->args[0]->name, n->args[1]->name);
+  x.out += fmt::format("      const mx_u8* const cp = static_cast<const mx_u8*>(P.in[{}]) + (0{}) + ({});\n", kc, cb, fp4 ? "cc_[u] >> 1" : "cc_[u]");
+  if (fp4) {
+    x.out += fmt::format("      if (ok[u] && cc_[u] + 8 <= n_c) dqc{0}_[u] = make_uint2(*reinterpret_cast<const mx_u32*>(cp), 0u);\n", i);
+    x.out += fmt::format("      else {{ mx_u32 w = 0u; for (int e = 0; e < 8; e += 2) if (ok[u] && cc_[u] + e < n_c) w |= mx_u32(cp[e >> 1]) << (4 * e); dqc{}_[u] = make_uint2(w, 0u); }}\n", i);
+  } else {
+    x.out += fmt::format("      if (ok[u] && cc_[u] + 8 <= n_c) dqc{0}_[u] = *reinterpret_cast<const uint2*>(cp);\n", i);
+    x.out += fmt::format("      else {{ mx_u32 w[2] = {{0u, 0u}}; for (int e = 0; e < 8; ++e) if (ok[u] && cc_[u] + e < n_c) w[e >> 2] |= mx_u32(cp[e]) << (8 * (e & 3)); dqc{}_[u] = make_uint2(w[0], w[1]); }}\n", i);
+  }
+  const std::string s_off = fmt::format("(0{}) + mx_i64(cc_[u] / {}) * P.in_stride[{}][{}]", sb, n->block.sizes[0], ks, pl.ax_c);
+  std::string sv;
+  switch (n->scale_format) {
+    case ScaleFormat::e8m0: sv = fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
+    case ScaleFormat::e4m3: sv = fmt::format("mx_decode<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
+    case ScaleFormat::f32: sv = fmt::format("mx_ld_f32(P.in[{}], {})", ks, s_off); break;
+  }
+  x.out += fmt::format("      dqs{}_[u] = ok[u] && cc_[u] < n_c ? {} : 0.0f;\n    }}\n", i, sv);
+}
 
 // Loads of tensor input k for chunk u. Vec inputs keep the raw loaded words (r<k>_[u][..]) and
 // are unpacked to floats in phase 2: unpacking here would make the next chunk's load wait for
@@ -70,43 +130,92 @@ std::string scale_offset(const Ctx& x, int o, const std::string& C) {
   return s;
 }
 
+// Whether blocked output o leaves the direct kernel by the 4-byte path below (1..8 lanes per block,
+// byte scales, 4 block columns per atom row).
+bool blocked_words(const Ctx& x, int o) {
+  const Output& out = x.p.outputs()[size_t(o)];
+  return out.layout.is_blocked() && !out.layout.is_grouped() && dtype_size(out.dtype) == 1 && out.layout.atom_cols() == 4 &&
+         x.plan.group <= 8 && x.plan.pad_r % x.plan.unroll == 0;  // a thread's rows: one matrix
+}
+
+// The blocked scale matrix of output o: its batch base (the row axes other than the blocked row
+// axis, the innermost one) at chunk u, and the declarations of Rp and Cp.
+std::string blocked_frame(const Ctx& x, int o, const std::string& u, const std::string& ind) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  const std::vector<int> ra = row_axes(pl);
+  std::string batch = "0";
+  for (size_t i = 0; i + 1 < ra.size(); ++i) batch = fmt::format("({}) * P.shape[{}] + ix{}_[{}]", batch, ra[i], ra[i], u);
+  std::string f = fmt::format("{}const unsigned Rp = (unsigned(P.shape[{}]) + {}u) / {}u * {}u, Cp = (unsigned(nblk) + {}u) / {}u * {}u;\n", ind,
+                              ra.back(), ar - 1, ar, ar, ac - 1, ac, ac);
+  f += fmt::format("{}const mx_i64 base = {};\n{}(void)Rp;\n", ind, batch == "0" ? "0" : fmt::format("mx_i64({}) * Rp * Cp", batch), ind);
+  return f;
+}
+
+// One block's scale of chunk u into output o. Linear scales: a byte (or float) from the block's
+// first lane. Blocked scales: kept in sb<o>[u] (zero for padding) for emit_blocked_words.
 void emit_scale_store(Ctx& x, int o, int s) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
   const bool f32 = out.dtype == DType::f32;
   const char* t = f32 ? "float" : "mx_u8";
   const std::string val = stored_scale(out, std::to_string(s));
-  x.out += fmt::format("      if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.group);
-  x.out += fmt::format("        {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
-  x.out += fmt::format("        const int C = cc / {};\n", pl.block_c);
-  if (out.layout.is_grouped()) return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "        ", "sp") + "      }\n");
-  if (!out.layout.is_blocked()) {
-    x.out += fmt::format("        sp[{}] = {};\n      }}\n", scale_offset(x, o, "C"), val);
+  if (blocked_words(x, o))
+    return void(x.out += fmt::format("    sb{0}[u / 4] |= (ok[u] ? mx_u32({1}) : 0u) << (8 * (u % 4));\n", o, val));
+  if (out.layout.is_blocked() && !out.layout.is_grouped()) {
+    // Blocked, one byte per block from its first lane; the grid covers the padding (zeros).
+    const std::vector<int> ra = row_axes(pl);
+    x.out += fmt::format("    if (row0 < rows && slot < pslots && (threadIdx.x % {}) == 0) {{\n", pl.group);
+    x.out += blocked_frame(x, o, "u", "      ");
+    x.out += fmt::format("      const unsigned R = unsigned(ix{}_[u]);\n", ra.back());
+    if (out.layout.atom_rows() < pl.pad_r) x.out += "      if (R < Rp)\n";
+    x.out += fmt::format("      static_cast<{}*>(P.out[{}])[base + mx_blocked_offset32<{}, {}>(R, unsigned(cc / {}), Cp)] = ok[u] ? {} : {}(0);\n    }}\n",
+                         t, o, out.layout.atom_rows(), out.layout.atom_cols(), pl.block_c, val, t);
     return;
   }
-  // Blocked: real scales only. The launcher zeroes the whole scale tensor first when its shape
-  // has padding (rows or scale columns not a multiple of the atom's), so this path carries no
-  // padding code (with it, blocked scales cost +10% over linear ones on an H200; without, +2%).
-  auto [ra, ca] = blocked_axes(block_of(x.v.scales[size_t(s)]), pl.rank);
-  (void)ca;
-  const int ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
-  std::string batch = "0";
-  for (int a : row_axes(pl))
-    if (a != ra) batch = fmt::format("({}) * P.shape[{}] + ix{}", batch, a, a);
-  const std::string base = batch == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", batch, ar, ar, ar);
-  // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
-  x.out += fmt::format("        const unsigned R = unsigned(ix{}), nR = unsigned(P.shape[{}]), Cp = (unsigned(nblk) + {} - 1) / {} * {};\n",
-                       ra, ra, ac, ac, ac);
-  x.out += "        (void)nR;\n";
-  // A thread's `unroll` rows are consecutive from a multiple of unroll: when unroll divides the
-  // atom's row band (L = min(AR, 32) rows, AC * AR / L bytes apart), they share one atom offset,
-  // computed once per thread instead of once per row.
-  const int band = std::min(ar, 32);
-  if (pl.rank == 2 && band % pl.unroll == 0)
-    x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R - unsigned(u), unsigned(C), Cp) + unsigned(u) * {}u] = {};\n      }}\n",
-                         base, ar, ac, ac * (ar / band), val);
-  else
-    x.out += fmt::format("        sp[{} + mx_blocked_offset32<{}, {}>(R, unsigned(C), Cp)] = {};\n      }}\n", base, ar, ac, val);
+  x.out += fmt::format("    if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.group);
+  x.out += fmt::format("      {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
+  x.out += fmt::format("      const int C = cc / {};\n", pl.block_c);
+  if (out.layout.is_grouped()) return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ", "sp") + "    }\n");
+  x.out += fmt::format("      sp[{}] = {};\n    }}\n", scale_offset(x, o, "C"), val);
+}
+
+// Blocked scales 4 bytes at a time. The G lanes of a block hold the same U scales (one per row);
+// 4 neighbouring blocks (4G lanes) fill one atom row's 4 bytes per matrix row. Lane j of the first
+// block gathers row j's 4 bytes from the 4 blocks' lane j (which offers its row j) and stores them:
+//
+//   lanes  (block 0: 0..G-1)  (block 1: G..2G-1)  (block 2)  (block 3)
+//   row j:  s[j][C0]           s[j][C0+1]          s[j][C0+2] s[j][C0+3]  -> lane j of block 0: one u32
+//
+// One store instruction per warp and round instead of U byte stores, and the grid's padding lanes
+// and rows store zeros, so blocked scales need no memset.
+void emit_blocked_words(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int G = pl.group, U = pl.unroll, ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  x.out += fmt::format("  {{  // blocked scales '{}': one 4-byte word (4 block columns of one row) per lane and round\n", out.name);
+  x.out += fmt::format("    const unsigned lane = threadIdx.x & 31u, j = lane % {}u;\n", G);
+  x.out += blocked_frame(x, o, "0", "    ");
+  x.out += fmt::format("    mx_u8* const sp = static_cast<mx_u8*>(P.out[{}]) + base;\n", o);
+  x.out += fmt::format("    const unsigned R0 = unsigned(ix{}_[0]), C0 = (slot / {}u) & ~3u;\n", row_axes(pl).back(), G);
+  x.out += fmt::format("    const bool st = row0 < rows && slot < pslots && lane % {}u < {}u;  // block 0 of its 4\n", 4 * G, G);
+  for (int t = 0; t * G < U; ++t) {
+    // Row u = t*G + j is byte u % 4 of word u / 4 (a select, not a dynamic index into registers).
+    x.out += fmt::format("    {{\n      const unsigned u = {}u + j;\n      mx_u32 mine = sb{}[{}];\n", t * G, o, t * G / 4);
+    for (int w = t * G / 4 + 1; w <= (std::min(U, t * G + G) - 1) / 4; ++w) x.out += fmt::format("      mine = u / 4u == {}u ? sb{}[{}] : mine;\n", w, o, w);
+    x.out += "      mine = (mine >> (8u * (u % 4u))) & 0xffu;\n";
+    x.out += "      mx_u32 w = 0u;\n";
+    for (int c = 0; c < 4; ++c)
+      x.out += fmt::format("      w |= __shfl_sync(0xffffffffu, mine, (lane & ~{}u) | {}u | j) << {};\n", 4 * G - 1, c * G, 8 * c);
+    x.out += fmt::format("      const unsigned R = R0 + u * {}u;\n", row_step(pl));
+    std::string cond = fmt::format("st && j < {}u", std::min(G, U - t * G));
+    if (ar < pl.pad_r) cond += " && R < Rp";
+    x.out += fmt::format("      if ({}) {{\n        mx_u8* const p = sp + mx_blocked_offset32<{}, {}>(R, C0, Cp);\n", cond, ar, ac);
+    x.out += "        if ((reinterpret_cast<mx_u64>(p) & 3u) == 0) *reinterpret_cast<mx_u32*>(p) = w;\n";
+    x.out += "        else for (int b = 0; b < 4; ++b) p[b] = mx_u8(w >> (8 * b));\n      }\n    }\n";
+  }
+  x.out += "  }\n";
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -161,33 +270,51 @@ void emit_direct_kernel(Ctx& x) {
   // Column indices are 32-bit: the launcher checks every extent < 2^31.
   x.out += fmt::format("  const int n_c = int(P.shape[{}]);\n  const int nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
   x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
+  // With blocked scales the grid also covers their padding (Plan::pad_r, pad_c): pslots chunk
+  // slots per row, and the innermost row axis runs to Rpad; padding chunks load nothing (ok false).
+  x.out += fmt::format("  const unsigned pslots = unsigned((nblk + {0} - 1) / {0} * {0}) * {1}u;\n  (void)pslots;\n", pl.pad_c, G);
   x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";
   x.out += fmt::format("  bool ok[{0}];\n  int cc_[{0}];\n", U);
-  for (int a : row_axes(pl)) x.out += fmt::format("  mx_i64 ix{}_[{}];\n", a, U);
+  for (int a : row_axes(pl)) x.out += fmt::format("  int ix{}_[{}];  // 32-bit: every extent < 2^31 (launcher)\n", a, U);
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     const InputDecl& in = x.p.inputs()[k];
     if (in.kind != InputDecl::tensor) continue;
     if (vec_input(x, int(k))) x.out += fmt::format("  mx_v16 r{}_[{}][{}];\n", k, U, vec_words(in.dtype));
     else x.out += fmt::format("  float x{}_[{}][8];\n", k, U);
   }
+  std::vector<NodePtr> dqs;
+  for (const NodePtr& r : x.v.roots) collect_dequants(x, r, dqs);
+  for (size_t i = 0; i < dqs.size(); ++i) x.out += fmt::format("  uint2 dqc{0}_[{1}];\n  float dqs{0}_[{1}];\n", i, U);
   x.out += "  // Phase 1: all loads first, so that several are in flight per thread.\n";
   x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
   x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";
   x.out += fmt::format("  const int cc0 = int(slot / {}u) * {} + int(slot % {}u) * 8;\n", G, B, G);
-  x.out += fmt::format("  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * {};\n", U);
+  if (row_step(pl) == 1) {
+    x.out += fmt::format("  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * {};\n", U);
+  } else {
+    x.out += "  const mx_i64 gi = mx_i64(blockIdx.z) * gridDim.y + blockIdx.y;  // rows interleaved by 32 (row_step)\n";
+    x.out += "  const mx_i64 row0 = gi / 32 * 128 + gi % 32;\n";
+  }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
-  x.out += "    const mx_i64 row = row0 + u;\n    ok[u] = row < rows && slot < slots;\n    cc_[u] = cc0;\n";
   std::vector<int> ra = row_axes(pl);
+  // One row axis: its real extent bounds the rows (the grid's padding rows beyond it load nothing).
+  const std::string real_rows = pl.pad_r > 1 && ra.size() == 1 ? fmt::format("P.shape[{}]", ra[0]) : "rows";
+  x.out += fmt::format("    const mx_i64 row = row0 + u * {};\n    ok[u] = row < {} && slot < slots;\n    cc_[u] = cc0;\n", row_step(pl), real_rows);
+  const std::string n_inner = pl.pad_r > 1 ? fmt::format("(unsigned(P.shape[{0}]) + {1}u) / {2}u * {2}u", ra.back(), pl.pad_r - 1, pl.pad_r)
+                                           : fmt::format("unsigned(P.shape[{}])", ra.back());
   if (ra.size() == 1) {
-    x.out += fmt::format("    ix{}_[u] = row;\n", ra[0]);
+    x.out += fmt::format("    ix{}_[u] = int(row);\n", ra[0]);
   } else {
     // 32-bit decomposition: extents are checked to fit in 31 bits at launch.
     x.out += "    unsigned rr = unsigned(row);\n";
     for (auto it = ra.rbegin(); it != ra.rend(); ++it)
-      x.out += fmt::format("    {{ const unsigned n = unsigned(P.shape[{0}]); ix{0}_[u] = rr % n; rr /= n; }}\n", *it);
+      x.out += fmt::format("    {{ const unsigned n = {1}; ix{0}_[u] = rr % n; rr /= n; }}\n", *it,
+                           *it == ra.back() ? n_inner : fmt::format("unsigned(P.shape[{}])", *it));
   }
+  if (pl.pad_r > 1 && ra.size() > 1) x.out += fmt::format("    ok[u] = ok[u] && ix{}_[u] < P.shape[{}];  // not a padding row\n", ra.back(), ra.back());
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
+  for (size_t i = 0; i < dqs.size(); ++i) emit_dequant_loads(x, dqs[i], int(i));
   x.out += "  }\n";
   bool any_amax = false;
   for (const Output& o : x.p.outputs()) any_amax |= o.kind == OutputKind::amax;
@@ -202,6 +329,8 @@ void emit_direct_kernel(Ctx& x) {
     for (int a : row_axes(pl)) bits += fmt::format(" | mx_u64(P.out_stride[{}][{}])", o, a);
     x.out += fmt::format("  const bool oal{} = (({}) & {}u) == 0;\n", o, bits, bytes - 1);
   }
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) x.out += fmt::format("  mx_u32 sb{}[{}] = {{}};  // blocked scale bytes, 4 rows per word\n", o, (U + 3) / 4);
   x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const int cc = cc_[u];\n";
@@ -218,9 +347,19 @@ void emit_direct_kernel(Ctx& x) {
   for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
   x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
   bool pure = true;
-  for (const NodePtr& r : x.v.roots) pure = pure && register_leaves(r);
+  for (const NodePtr& r : x.v.roots) pure = pure && register_values(x, r);
   std::string body;
-  ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
+  ExprEmitter em(
+      [&](const NodePtr& n) {
+        for (size_t i = 0; i < dqs.size(); ++i)
+          if (dqs[i] == n) {
+            const std::string code = n->elem.packed() ? fmt::format("((dqc{}_[u].x >> (4 * e)) & 15u)", i)
+                                                      : fmt::format("(((e < 4 ? dqc{0}_[u].x : dqc{0}_[u].y) >> (8 * (e & 3))) & 255u)", i);
+            return fmt::format("(mx_decode<{}>({}) * dqs{}_[u])", fmt_args(n->elem), code, i);
+          }
+        return leaf_expr(x, n);
+      },
+      "t");
   for (size_t r = 0; r < x.v.roots.size(); ++r) {
     std::string var = em.emit(x.v.roots[r], body, "      ");
     body += fmt::format("      v{}[e] = {};\n", r, var);
@@ -265,6 +404,8 @@ void emit_direct_kernel(Ctx& x) {
     }
   }
   x.out += "  }\n";
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) emit_blocked_words(x, o);
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::amax) {
       const int r = x.v.output_index[size_t(o)];

@@ -50,10 +50,10 @@ const char* kind_name(Plan::Kind k) {
 }  // namespace
 
 std::string Plan::str() const {
-  return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} cluster={} batch=[{}] "
+  return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} cluster={} pad={}x{} batch=[{}] "
                      "zero=[{}] name={}",
                      kind_name(kind), block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
-                     cluster, fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
+                     cluster, pad_r, pad_c, fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
 }
 
 Plan Plan::parse(const std::string& text) {
@@ -88,6 +88,7 @@ Plan Plan::parse(const std::string& text) {
       else if (k == "roots") p.roots = std::stoi(v);
       else if (k == "smem") p.smem_bytes = std::stoi(v);
       else if (k == "cluster") p.cluster = std::stoi(v);
+      else if (k == "pad") { p.pad_r = std::stoi(v.substr(0, v.find('x'))); p.pad_c = std::stoi(v.substr(v.find('x') + 1)); }
       else if (k == "batch") p.batch_axes = ints(v);
       else if (k == "zero") p.zero_outputs = ints(v);
       else if (k == "name") p.kernel_name = v;
@@ -163,6 +164,12 @@ int first_tensor_input(const Pipeline& p) {
 }
 
 }  // namespace
+
+bool chunk_dequant(const Pipeline& p, const Plan& plan, const StrideClass& sc, const NodePtr& n) {
+  if (n->op != Op::dequant || n->block.axes.size() != 1 || n->block.axes[0] != plan.ax_c || n->block.sizes[0] % 8 != 0)
+    return false;
+  return sc.vector_along(size_t(p.input_index(n->args[0]->name)), plan.ax_c);
+}
 
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
   Plan plan;
@@ -341,7 +348,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     bool light = target.hw_fp8();
     for (const NodePtr& q : values.quantizes)
       light = light && (q->elem == e4m3 || q->elem == e5m2) && q->round == Round::nearest_even && !q->flush_subnormals;
-    for (const NodePtr& r : values.roots) light = light && r->op == Op::input;
+    for (const NodePtr& r : values.roots) light = light && (r->op == Op::input || chunk_dequant(p, plan, sc, r));
     // 4 chunks only with 16-byte loads: element loads keep 8 floats per chunk, and 4 chunks of
     // them spill at 32 registers.
     bool vec = true;
@@ -355,6 +362,11 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.roots = int(values.roots.size());
     plan.tile_r = 1;
     plan.tile_c = 8;
+    for (const Output& o : p.outputs())
+      if (o.kind == OutputKind::scales && o.layout.is_blocked() && !o.layout.is_grouped() && p.rank() >= 2) {
+        plan.pad_r = std::max(plan.pad_r, o.layout.atom_rows());
+        plan.pad_c = std::max(plan.pad_c, o.layout.atom_cols());
+      }
   }
   if (!direct && !tuning.tile_r && !tuning.tile_c && !tuning.force_tiled && columns_apply(p, values, plan, sc)) {
     plan.kind = Plan::Kind::columns;

@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-6";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-7";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -85,6 +85,10 @@ struct Plan {
   int roots = 1;                  ///< value tiles held in shared memory
   int smem_bytes = 0;             ///< dynamic shared memory per CTA
   int cluster = 1;                ///< grouped vector kernel: CTAs per cluster, splitting each group's rows
+  /// direct, with blocked scales: the grid also covers the scale matrices' padding, so the kernel
+  /// writes its zeros (no memset): rows of the innermost row axis rounded up to pad_r, block
+  /// columns to pad_c (the largest atom's; 1 x 1 without blocked scales).
+  int pad_r = 1, pad_c = 1;
   std::vector<int> batch_axes;    ///< all other axes, outermost first
   std::vector<int> zero_outputs;  ///< outputs the launcher zeroes first (tensor amax; grouped scale layouts' padding)
   std::string kernel_name;
@@ -99,6 +103,11 @@ struct Plan {
 /// ax_c (`along_c`, the dim0 half of a dim0+dim1 cast): then 8, so that its 32 columns are 4
 /// lanes of one warp row.
 inline int columns_lanes_r(int col_w, bool along_c) { return along_c ? 8 : 128 / col_w; }
+
+/// True when the direct kernel reads dequantize node `n` a chunk at a time: its blocks run along
+/// ax_c in multiples of 8 (a chunk of 8 elements has one scale), and its codes are unit-stride and
+/// aligned along ax_c (one 8-byte load of 8 FP8/FP6/INT8 codes, 4 bytes of 8 FP4 codes).
+bool chunk_dequant(const Pipeline& p, const Plan& plan, const StrideClass& sc, const NodePtr& n);
 
 /// Chooses the plan for `p` on `target` and stride class `sc`. Throws UsageError when the GPU
 /// generator cannot run the pipeline (naming the reason, e.g. jagged groups).

@@ -21,7 +21,7 @@ StrideClass default_stride_class(const Pipeline& p) {
   StrideClass sc;
   for (const InputDecl& in : p.inputs()) {
     sc.unit_axis.push_back(in.kind == InputDecl::vector || in.kind == InputDecl::offsets ? 0 : in.rank - 1);
-    sc.aligned.push_back(in.kind == InputDecl::tensor);
+    sc.aligned.push_back(in.kind == InputDecl::tensor || in.kind == InputDecl::codes);  // codes: chunk loads (dequantize)
   }
   return sc;
 }

@@ -142,20 +142,6 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     if (const int64_t bytes = b.outputs[size_t(o)].storage_bytes; bytes > 0)
       drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, size_t(bytes),
                                     reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
-  // The direct kernel writes real blocked scales only: where the scale matrix has padding, the
-  // whole scale tensor starts from zero (a memset of 1/32 of the elements' bytes, in stream
-  // order). Measured on an H200, padding code in its hot path cost +10%. (The tiled and columns
-  // kernels write their tiles' scales, padding included, after the tile's codes.)
-  if (plan.kind == detail::Plan::Kind::direct)
-    for (size_t o = 0; o < b.outputs.size(); ++o) {
-      const OutputGeometry& g = b.outputs[o];
-      if (g.row_axis < 0 || p.outputs()[o].layout.is_grouped()) continue;
-      int64_t real = int64_t(dtype_size(p.outputs()[o].dtype));
-      for (int64_t e : g.logical_shape) real *= e;
-      if (g.storage_bytes > real)
-        drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[o].data), 0, size_t(g.storage_bytes),
-                                      reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
-    }
   if (b.empty) return;
   for (size_t o = 0; o < b.outputs.size(); ++o)
     if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
@@ -167,10 +153,15 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   if (plan.kind == detail::Plan::Kind::direct) {
     // Rows: every index of the axes other than ax_c; slots: chunk positions per row.
     const int64_t n_c = b.shape[size_t(plan.ax_c)];
-    tiles_c = (n_c + plan.block_c - 1) / plan.block_c * plan.group;
+    // With blocked scales both run on into the scale matrices' padding, which the kernel zeroes
+    // (rows of the innermost row axis to pad_r, block columns to pad_c).
+    tiles_c = ((n_c + plan.block_c - 1) / plan.block_c + plan.pad_c - 1) / plan.pad_c * plan.pad_c * plan.group;
     tiles_r = 1;
+    int inner = -1;
     for (int a = 0; a < rank; ++a)
-      if (a != plan.ax_c) tiles_r *= b.shape[size_t(a)];
+      if (a != plan.ax_c) inner = a;
+    for (int a = 0; a < rank; ++a)
+      if (a != plan.ax_c) tiles_r *= a == inner ? (b.shape[size_t(a)] + plan.pad_r - 1) / plan.pad_r * plan.pad_r : b.shape[size_t(a)];
     grid = 0;
   } else {
     tiles_c = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c;

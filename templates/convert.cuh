@@ -188,3 +188,18 @@ MX_D float mx_decode_sw(mx_u32 c) {
   else r = (1.0f + float(mant) / float(1 << MB)) * mx_float(mx_u32(int(field) - kBias + 127) << 23);
   return sign ? -r : r;
 }
+
+// Decoder for dequantize (float formats): the magnitude bits shifted into an FP32 pattern have the
+// right significand, and for field 0 they form the FP32 subnormal mant * 2^(-126 - MB); one exact
+// multiply by 2^(127 - bias) rebiases both (no flush to zero in the kernels). Equals mx_decode_sw.
+template <int EB, int MB, int SPEC, bool ISINT>
+MX_D float mx_decode(mx_u32 c) {
+  if (ISINT) return mx_decode_sw<EB, MB, SPEC, ISINT>(c);
+  constexpr int kBits = 1 + EB + MB, kBias = (1 << (EB - 1)) - 1;
+  constexpr mx_u32 kMag = (1u << (kBits - 1)) - 1u, kNanFn = kMag, kInf = ((1u << EB) - 1u) << MB;
+  const mx_u32 mag = c & kMag;
+  float r = mx_float(mag << (23 - MB)) * mx_float(mx_u32(127 + 127 - kBias) << 23);
+  if (SPEC == 1 && mag == kNanFn) return mx_float(0x7fc00000u);
+  if (SPEC == 2 && mag >= kInf) r = mag == kInf ? mx_float(0x7f800000u) : mx_float(0x7fc00000u);
+  return mx_float(mx_bits(r) | ((c >> (kBits - 1) & 1u) << 31));
+}

@@ -36,10 +36,12 @@ inline GpuRunStats& gpu_stats() {
 /// Runs `k` on the GPU and the reference on the host for `inputs` (host tensors of the domain
 /// `shape`), and compares every output byte, then checks that the GPU left the 64 guard bytes
 /// after each output alone. `gpu_inputs`, when given, is what the GPU gets instead (e.g. offsets
-/// it must clamp where the reference gets the clamped ones). Returns the number of bad bytes.
+/// it must clamp where the reference gets the clamped ones). `out_shift` places every GPU output
+/// that many bytes past an aligned address (the kernels' unaligned-store paths). Returns the
+/// number of bad bytes.
 inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>& inputs, const std::string& label,
                                        std::vector<int64_t> shape = {}, int64_t groups = 0,
-                                       std::vector<HostTensor>* gpu_inputs = nullptr) {
+                                       std::vector<HostTensor>* gpu_inputs = nullptr, size_t out_shift = 0) {
   const Pipeline& p = k.pipeline();
   std::vector<TensorView> host_in, dev_in;
   std::vector<DeviceTensor> dev_in_store;
@@ -57,7 +59,7 @@ inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>&
     std::fill(ref_out.back().bytes.begin(), ref_out.back().bytes.end(), uint8_t(0xA5));
     gpu_out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
     std::fill(gpu_out.back().bytes.begin(), gpu_out.back().bytes.end(), uint8_t(0x5A));
-    dev_out_store.push_back(DeviceTensor::of(gpu_out.back()));
+    dev_out_store.push_back(DeviceTensor::of(gpu_out.back(), out_shift));
   }
   for (HostTensor& h : ref_out) ref_views.push_back(h.v);
   for (DeviceTensor& d : dev_out_store) dev_views.push_back(d.v);

@@ -24,12 +24,16 @@ Pipeline single_cast(DType dt, int rank_, int axis, ElemFormat f, ScaleRule rule
 }
 
 int64_t run_case(const Pipeline& p, std::vector<int64_t> shape, uint64_t seed, bool adversarial,
-                 std::vector<int64_t> strides = {}, DType dt = DType::bf16) {
-  Kernel k = jit(p);
+                 std::vector<int64_t> strides = {}, DType dt = DType::bf16, const detail::Tuning& tuning = {},
+                 size_t out_shift = 0) {
+  Kernel k = jit(p, current_target(), tuning);
   std::vector<HostTensor> in;
   in.emplace_back(dt, shape, strides);
   fill_random(in.back(), seed, adversarial);
-  return check_against_reference(k, in, fmt::format("{} shape [{}]", p.outputs()[0].node->elem.str(), fmt::join(shape, ",")));
+  return check_against_reference(k, in,
+                                 fmt::format("{} shape [{}] {} shift {}", p.outputs()[0].node->elem.str(), fmt::join(shape, ","),
+                                             tuning.str(), out_shift),
+                                 {}, 0, nullptr, out_shift);
 }
 
 }  // namespace
@@ -87,7 +91,7 @@ TEST_CASE("3-D expert weights cast along N, written per-expert column-major, E =
   CHECK(run_case(p, {3, 70, 130}, 5, true) == 0);
 }
 
-TEST_CASE("blocked scale padding (direct kernel: zeroed by the launcher; columns kernel: its last tiles): batched, both atoms, rows and columns") {
+TEST_CASE("blocked scale padding (written by the kernels: the direct kernel's grid covers it, the columns kernel's last tiles): batched, both atoms, rows and columns") {
   MXJIT_REQUIRE_GPU();
   // Rows and scale columns that are and are not whole atoms, batched (3-D, direct kernel) and the
   // columns kernel's MN-major scales; every padding byte must read 0 (the GPU output is poisoned).
@@ -108,6 +112,26 @@ TEST_CASE("blocked scale padding (direct kernel: zeroed by the launcher; columns
                                  NanPolicy::nan_block, blk),
                      sh, uint64_t(++n), n % 2 == 0) == 0);
   MESSAGE("padded blocked cases: " << n);
+}
+
+TEST_CASE("direct kernel, blocked scales 4 bytes at a time: 1..16 lanes per block, 1..8 rows per thread, padding, unaligned outputs") {
+  MXJIT_REQUIRE_GPU();
+  // Blocks of 8..128 elements are 1..16 lanes (16: the byte path); unroll 1..8 rows per thread is
+  // 1..2 gathering rounds; shapes cut rows and block columns short of whole atoms; 3-D batches;
+  // outputs 1 byte past alignment take the byte stores. The GPU outputs are poisoned.
+  int n = 0;
+  for (int64_t blk : {8, 16, 32, 64, 128})
+    for (int unroll : {1, 2, 4, 8})
+      for (const Layout& sl : {layout::blocked_128x4(), layout::blocked_8x4()}) {
+        detail::Tuning t;
+        t.unroll = unroll;
+        const std::vector<int64_t> sh = n % 3 == 2 ? std::vector<int64_t>{3, 70, 9 * blk} : std::vector<int64_t>{int64_t(130 + n), 5 * blk + 8};
+        CHECK(run_case(single_cast(DType::bf16, int(sh.size()), int(sh.size()) - 1, n % 2 ? e4m3 : e2m1, ScaleRule::rceil,
+                                   layout::row_major(), sl, NanPolicy::nan_block, blk),
+                       sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, t, n % 4 == 3 ? 1 : 0) == 0);
+        ++n;
+      }
+  MESSAGE("direct blocked cases: " << n);
 }
 
 TEST_CASE("dim0 and dim1 from one read of the input") {
@@ -269,6 +293,45 @@ TEST_CASE("user-defined element formats; dequantize of every format into any lay
       else for (size_t i = 0; i < in[1].bytes.size(); ++i) in[1].bytes[i] = uint8_t(100 + i % 60);
       CHECK(check_against_reference(jit(pd), in, "dequant " + f.str(), {64, 128}) == 0);
     }
+}
+
+TEST_CASE("dequantize in the direct kernel, 8 codes and one scale per chunk: formats, scale formats, blocks, tails, 3-D, strided codes") {
+  MXJIT_REQUIRE_GPU();
+  // Row-major outputs only (the direct kernel). Codes are random bytes (every code, NaNs
+  // included); E8M0 scales include 0, 254 and 255 (NaN), FP32 scales are random and adversarial.
+  int n = 0;
+  for (ElemFormat f : kFormats)
+    for (ScaleFormat sf : {ScaleFormat::e8m0, ScaleFormat::f32, ScaleFormat::e4m3})
+      for (int64_t blk : {16, 32, 64}) {
+        if (sf == ScaleFormat::e4m3 && f != e2m1) continue;
+        const bool three = n % 3 == 1, tail = n % 2 == 1;
+        const int64_t cols = f.packed() ? (tail ? 4 * blk + 10 : 4 * blk) : (tail ? 4 * blk + 13 : 4 * blk);
+        const std::vector<int64_t> shape = three ? std::vector<int64_t>{3, 17, cols} : std::vector<int64_t>{37, cols};
+        Expr d = dequantize("q", "s", f, sf, rank(int(shape.size())), int(shape.size()) - 1, blk);
+        Pipeline pd = pipeline({output("y", d, DType::bf16), output("y32", d, DType::f32), output("yh", d, DType::f16)});
+        std::vector<int64_t> cshape = shape, sshape = shape, cstrides;
+        if (f.packed()) cshape.back() /= 2;
+        sshape.back() = (cols + blk - 1) / blk;
+        if (n % 4 == 3) {  // codes rows 1 byte apart from 16-byte alignment: the element-load path
+          cstrides.assign(cshape.size(), 1);
+          for (int a = int(cshape.size()) - 2; a >= 0; --a) cstrides[size_t(a)] = cstrides[size_t(a) + 1] * (cshape[size_t(a) + 1] + (a == int(cshape.size()) - 2));
+        }
+        std::vector<HostTensor> in;
+        in.emplace_back(DType::u8, cshape, cstrides);
+        in.emplace_back(sf == ScaleFormat::f32 ? DType::f32 : DType::u8, sshape);
+        std::mt19937 r(uint32_t(100 + n));
+        const unsigned mask = f.packed() || f.bits() >= 8 ? 0xffu : (1u << f.bits()) - 1u;
+        for (auto& byte : in[0].bytes) byte = uint8_t(r() & mask);
+        if (sf == ScaleFormat::f32) fill_random(in[1], uint64_t(n), true);
+        else {
+          const uint8_t special[] = {0, 254, 255, 127};
+          for (size_t i = 0; i < in[1].bytes.size(); ++i)
+            in[1].bytes[i] = i % 7 == 3 ? special[(i / 7) % 4] : uint8_t(sf == ScaleFormat::e4m3 ? r() % 0x7f : 100 + r() % 60);
+        }
+        CHECK(check_against_reference(jit(pd), in, fmt::format("dequant {} blk {} [{}]", f.str(), blk, fmt::join(shape, ",")), shape) == 0);
+        ++n;
+      }
+  MESSAGE("direct dequant cases: " << n);
 }
 
 TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes, any strides") {

@@ -1,6 +1,7 @@
 #pragma once
 // Test support: host tensors that own their bytes, device copies, random and adversarial data.
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -88,16 +89,25 @@ inline void fill_random(HostTensor& t, uint64_t seed, bool adversarial, bool spe
 struct DeviceTensor {
   DeviceBuffer buf;
   TensorView v;
-  static DeviceTensor of(const HostTensor& h) {
+  size_t shift = 0;  ///< the view starts this many bytes into the buffer (misaligned outputs)
+  /// A device copy of `h`, its view `shift` bytes into the buffer (the bytes before it: 0x5A).
+  static DeviceTensor of(const HostTensor& h, size_t shift = 0) {
     DeviceTensor d;
-    d.buf = DeviceBuffer::alloc(h.bytes.size());
-    d.buf.upload(h.bytes.data(), h.bytes.size());
+    d.shift = shift;
+    std::vector<uint8_t> staged(shift, uint8_t(0x5A));
+    staged.insert(staged.end(), h.bytes.begin(), h.bytes.end());
+    d.buf = DeviceBuffer::alloc(staged.size());
+    d.buf.upload(staged.data(), staged.size());
     d.v = h.v;
-    d.v.data = reinterpret_cast<void*>(d.buf.ptr());
+    d.v.data = reinterpret_cast<void*>(d.buf.ptr() + shift);
     d.v.device = DeviceKind::cuda;
     return d;
   }
-  void download(HostTensor& h) const { buf.download(h.bytes.data(), h.bytes.size()); }
+  void download(HostTensor& h) const {
+    std::vector<uint8_t> all(h.bytes.size() + shift);
+    buf.download(all.data(), all.size());
+    std::copy(all.begin() + std::ptrdiff_t(shift), all.end(), h.bytes.begin());
+  }
 };
 
 }  // namespace mxjit::test
