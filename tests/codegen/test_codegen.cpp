@@ -98,6 +98,22 @@ TEST_CASE("sm_100a uses hardware FP4/FP6/E8M0 conversions, sm_90a software") {
         std::string::npos);
 }
 
+TEST_CASE("software encodes: mx_encode_rne for nearest even, mx_encode_sw for stochastic rounding") {
+  auto x = input("x", DType::bf16, rank(2));
+  for (ElemFormat f : {e2m1, e2m3, e3m2, int8}) {
+    auto s = e8m0_scale(amax(blocks(x, 1, 32)), f, ScaleRule::floor);
+    const Pipeline rne = pipeline({output("q", cast(f, x / s)), output("s", s)});
+    const Pipeline sr = pipeline({output("q", cast(f, x / s, Round::stochastic)), output("s", s)});
+    // "= mx_encode_" is a call in the kernel body (the embedded convert.cuh only returns them).
+    const std::string a = generate(rne, Target::parse("sm_90a"), default_stride_class(rne)).source;
+    const std::string b = generate(sr, Target::parse("sm_90a"), default_stride_class(sr)).source;
+    CHECK(a.find("= mx_encode_rne<") != std::string::npos);
+    CHECK(a.find("= mx_encode_sw<") == std::string::npos);
+    CHECK(b.find("= mx_encode_sw<") != std::string::npos);
+    CHECK(b.find("= mx_encode_rne<") == std::string::npos);
+  }
+}
+
 TEST_CASE("generated source: self-contained, banner, stable") {
   Pipeline p = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4());
   GeneratedKernel a = generate(p, Target::parse("sm_90a"), default_stride_class(p));
