@@ -1,7 +1,8 @@
 // templates/convert.cuh's element encoders compiled on the host: the branch-free RNE encoder
 // (mx_encode_rne) against the reference software encoder (mx_encode_sw without stochastic
 // rounding) for every format, over all FP32 patterns of the exponents where rounding happens and
-// a set of mantissas of every other exponent (NaN, Inf, zero and FP32 subnormals among them).
+// a set of mantissas of every other exponent (NaN, Inf, zero and FP32 subnormals among them); a
+// sample of them also against the CPU reference's grid search (what the GPU tests check against).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -10,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "dsl/format.hpp"
+#include "runtime/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
 
 // Host shims for what the generated kernels get from prelude.cuh and the CUDA builtins; every
@@ -36,17 +39,20 @@ inline int __clz(mx_u32 x) { return x ? __builtin_clz(x) : 32; }
 
 namespace {
 
+using mxjit::ElemFormat;
 using mxjit_host_convert::mx_encode_rne;
 using mxjit_host_convert::mx_encode_sw;
 
-/// Mismatches of one format: how many, and the first input with both encoders' codes.
+/// Mismatches of one format against mx_encode_sw (sw) and the CPU reference (ref): how many, and
+/// the first input with both codes.
 struct Diff {
-  uint64_t count = 0, checked = 0;
-  uint32_t input = 0, fast = 0, reference = 0;
+  uint64_t count = 0, checked = 0, ref_count = 0, ref_checked = 0;
+  uint32_t input = 0, fast = 0, reference = 0, ref_input = 0, ref_fast = 0, ref_code = 0;
 };
 
+/// Every pattern against mx_encode_sw; with `ref`, also against reference::encode_rne.
 template <int EB, int MB, int SPEC, bool ISINT>
-void compare(uint32_t u, Diff& d) {
+void compare(ElemFormat elem, uint32_t u, bool ref, Diff& d) {
   const float v = mx_as_float(u);
   const uint32_t f = mx_encode_rne<EB, MB, SPEC, ISINT>(v), r = mx_encode_sw<EB, MB, SPEC, ISINT>(v, false, 0u);
   ++d.checked;
@@ -55,14 +61,23 @@ void compare(uint32_t u, Diff& d) {
     d.fast = f;
     d.reference = r;
   }
+  if (!ref) return;
+  const uint32_t c = mxjit::reference::encode_rne(elem, v);
+  ++d.ref_checked;
+  if (f != c && d.ref_count++ == 0) {
+    d.ref_input = u;
+    d.ref_fast = f;
+    d.ref_code = c;
+  }
 }
 
 /// All 2^23 mantissas (both signs) of the biased FP32 exponents from half the smallest
 /// subnormal's quantum (exclusive: one below) to past the largest normal; 0, 1, the patterns
 /// 2^s and 2^s +- 1 (every half-quantum position) and all-ones for every other exponent, 0 (FP32
 /// subnormals) and 255 (Inf, NaNs) included.
+/// Every 61st pattern of the full exponents and every listed one goes to the CPU reference too.
 template <int EB, int MB, int SPEC, bool ISINT>
-Diff sweep() {
+Diff sweep(ElemFormat elem) {
   constexpr int kBias = ISINT ? 0 : (1 << (EB - 1)) - 1;
   constexpr int kEmin = ISINT ? 0 : 1 - kBias;  // MXINT8: quantum 2^-MB
   constexpr int kMaxField = ISINT ? 0 : (SPEC == 2 ? (1 << EB) - 2 : (1 << EB) - 1);
@@ -74,37 +89,43 @@ Diff sweep() {
     for (uint32_t e = 0; e < 256; ++e) {
       const uint32_t base = sign | (e << 23);
       if (int(e) >= lo && int(e) <= hi) {
-        for (uint32_t m = 0; m < (1u << 23); ++m) compare<EB, MB, SPEC, ISINT>(base | m, d);
+        for (uint32_t m = 0; m < (1u << 23); ++m) compare<EB, MB, SPEC, ISINT>(elem, base | m, m % 61 == 0, d);
         continue;
       }
-      compare<EB, MB, SPEC, ISINT>(base | 0x7fffffu, d);
-      compare<EB, MB, SPEC, ISINT>(base, d);
+      compare<EB, MB, SPEC, ISINT>(elem, base | 0x7fffffu, true, d);
+      compare<EB, MB, SPEC, ISINT>(elem, base, true, d);
       for (int s = 0; s < 23; ++s)
-        for (uint32_t m : {(1u << s) - 1u, 1u << s, (1u << s) + 1u}) compare<EB, MB, SPEC, ISINT>(base | (m & 0x7fffffu), d);
+        for (uint32_t m : {(1u << s) - 1u, 1u << s, (1u << s) + 1u})
+          compare<EB, MB, SPEC, ISINT>(elem, base | (m & 0x7fffffu), true, d);
     }
   return d;
 }
 
 template <int EB, int MB, int SPEC, bool ISINT>
-void check_format(const std::string& name) {
+void check_format(ElemFormat elem) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Diff d = sweep<EB, MB, SPEC, ISINT>();
+  const Diff d = sweep<EB, MB, SPEC, ISINT>(elem);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE(fmt::format("{}: {} inputs, {} mismatches, {:.2f} s", name, d.checked, d.count, s));
+  const std::string name = elem.str();
+  MESSAGE(fmt::format("{}: {} inputs against mx_encode_sw, {} mismatches; {} against the CPU reference, {} mismatches; {:.2f} s",
+                      name, d.checked, d.count, d.ref_checked, d.ref_count, s));
   INFO(fmt::format("{}: first mismatch at input {:#010x}: rne {:#x}, sw {:#x}", name, d.input, d.fast, d.reference));
   CHECK(d.count == 0);
+  INFO(fmt::format("{}: first mismatch at input {:#010x}: rne {:#x}, reference {:#x}", name, d.ref_input, d.ref_fast,
+                   d.ref_code));
+  CHECK(d.ref_count == 0);
 }
 
 }  // namespace
 
 // The exact template arguments codegen/emit_common.cpp's fmt_args gives each format.
 TEST_CASE("mx_encode_rne equals mx_encode_sw without stochastic rounding, all six formats") {
-  check_format<4, 3, 1, false>("e4m3");
-  check_format<5, 2, 2, false>("e5m2");
-  check_format<2, 3, 0, false>("e2m3");
-  check_format<3, 2, 0, false>("e3m2");
-  check_format<2, 1, 0, false>("e2m1");
-  check_format<1, 6, 0, true>("int8");
+  check_format<4, 3, 1, false>(mxjit::e4m3);
+  check_format<5, 2, 2, false>(mxjit::e5m2);
+  check_format<2, 3, 0, false>(mxjit::e2m3);
+  check_format<3, 2, 0, false>(mxjit::e3m2);
+  check_format<2, 1, 0, false>(mxjit::e2m1);
+  check_format<1, 6, 0, true>(mxjit::int8);
 }
 
 TEST_CASE("mx_encode_rne: known codes") {
