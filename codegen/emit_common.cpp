@@ -245,8 +245,8 @@ const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
 int nan_code(const ElemFormat& f) { return f.has_nan() ? (1 << (f.bits() - 1)) - 1 : 0; }
 
 std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, const std::string& rnd) {
-  const bool sr = q->round == Round::stochastic;
-  return fmt::format("mx_encode_sw<{}>({}, {}, {})", fmt_args(q->elem), val, sr ? "true" : "false", sr ? rnd : "0u");
+  if (q->round == Round::stochastic) return fmt::format("mx_encode_sw<{}>({}, true, {})", fmt_args(q->elem), val, rnd);
+  return fmt::format("mx_encode_rne<{}>({})", fmt_args(q->elem), val);
 }
 
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,

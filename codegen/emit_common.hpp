@@ -70,7 +70,7 @@ const char* unpack_fn(DType t);
 /// used, so that no load waits on an earlier one (unroll loads in flight).
 std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::string& first, const std::string& ok,
                            const std::string& offset, const std::string& indent);
-/// Template arguments of mx_encode_sw / mx_decode for a format.
+/// Template arguments of mx_encode_sw / mx_encode_rne / mx_decode for a format.
 std::string fmt_args(const ElemFormat& f);
 /// The banner (pipeline, hash, plan, target) and the embedded templates.
 void emit_banner(Ctx& x);
@@ -129,7 +129,8 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
 /// `full_aligned`, the caller's `full` already implies an aligned `ob` (no per-store check).
 void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
                       const std::string& ind, bool full_aligned = false);
-/// The software encoder call for quantize node `q` on value `val` (random bits `rnd` for SR).
+/// The software encoder call for quantize node `q` on value `val`: mx_encode_rne, or mx_encode_sw
+/// with random bits `rnd` for stochastic rounding.
 std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd);
 
 }  // namespace mxjit::detail

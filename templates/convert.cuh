@@ -1,6 +1,7 @@
 // mxjit conversions: E8M0 scale rules with integer bit operations, and element encoders.
-// The software encoder serves every format on every arch (FP6/FP4/INT8 on sm_90, stochastic
-// rounding everywhere); hardware cvt wrappers are used where the arch has them.
+// The software encoders serve every format on every arch (FP6/FP4/INT8 on sm_90: mx_encode_rne;
+// stochastic rounding everywhere: mx_encode_sw); hardware cvt wrappers are used where the arch
+// has them.
 
 // ---- E8M0 scale rules (DESIGN §4). a = |amax| bit pattern, sign clear, not NaN/Inf/0. -------
 // floor(log2(a)) exactly, subnormal a included.
@@ -75,7 +76,8 @@ MX_D mx_u32 mx_custom_exponent_byte(float e) {
 
 // ---- Element encoders ----------------------------------------------------------------------
 // Software encoder for any (EB, MB) format (SPEC 0 none / 1 fn / 2 ieee; ISINT for MXINT8),
-// round to nearest even (SR=false) or stochastically with 32 random bits rnd.
+// round to nearest even (SR=false) or stochastically with 32 random bits rnd. Kernels call it for
+// stochastic rounding; its RNE path is the reference mx_encode_rne is tested against.
 template <int EB, int MB, int SPEC, bool ISINT>
 MX_D mx_u32 mx_encode_sw(float v, bool sr, mx_u32 rnd) {
   mx_u32 u = mx_bits(v), sign = u >> 31;
@@ -131,6 +133,39 @@ MX_D mx_u32 mx_encode_sw(float v, bool sr, mx_u32 rnd) {
   return (sign << (kBits - 1)) | mag;
 }
 
+// Branch-free round-to-nearest-even encoder, bit-identical to mx_encode_sw(v, false, 0u) for
+// every FP32 input (tests/codegen/test_encoders.cpp): the non-stochastic software encode. No
+// 64-bit arithmetic: below the smallest normal 2^emin the FPU rounds (a + C, C = 2^(emin-MB+23),
+// whose ulp is one quantum: the code is bits(a + C) - bits(C), 2^MB where it rounds up to
+// 2^emin); above it the FP32 pattern is rounded to MB mantissa bits by an integer add and
+// rebiased. Saturation (Inf included) is an unsigned min, NaN a select.
+template <int EB, int MB, int SPEC, bool ISINT>
+MX_D mx_u32 mx_encode_rne(float v) {
+  constexpr int kBits = ISINT ? 8 : 1 + EB + MB;
+  constexpr int kBias = ISINT ? 0 : (1 << (EB - 1)) - 1;
+  constexpr int kEmin = ISINT ? 0 : 1 - kBias;  // MXINT8: quantum 2^-MB, as if all subnormal
+  constexpr mx_u32 kMaxField = ISINT ? 0u : (SPEC == 2 ? (1u << EB) - 2u : (1u << EB) - 1u);
+  constexpr mx_u32 kMaxMant = ISINT ? 127u : (SPEC == 1 ? (1u << MB) - 2u : (1u << MB) - 1u);
+  constexpr mx_u32 kMaxCode = ISINT ? 127u : ((kMaxField << MB) | kMaxMant);
+  constexpr mx_u32 kMagic = mx_u32(127 + kEmin - MB + 23) << 23;  // C's bits
+  constexpr int kDrop = 23 - MB;
+  const mx_u32 u = mx_bits(v), a = u & 0x7fffffffu;
+  const bool is_nan = a > 0x7f800000u;
+  if (ISINT) {
+    // |v| (NaN and Inf too) clamped to 4.0 keeps a + C below 2^18; 4.0 gives 256, saturated.
+    const mx_u32 k = mx_bits(mx_fadd(mx_float(a < 0x40800000u ? a : 0x40800000u), mx_float(kMagic))) - kMagic;
+    const mx_u32 mag = k < kMaxCode ? k : kMaxCode;
+    return is_nan ? 0u : ((u >> 31) ? (0u - mag) & 0xffu : mag);  // two's complement; -0 -> 0
+  }
+  const mx_u32 sub = mx_bits(mx_fadd(mx_float(a), mx_float(kMagic))) - kMagic;
+  const mx_u32 nrm = ((a + ((1u << (kDrop - 1)) - 1u) + ((a >> kDrop) & 1u)) >> kDrop) - (mx_u32(127 - kBias) << MB);
+  mx_u32 mag = a < (mx_u32(127 + kEmin) << 23) ? sub : nrm;
+  mag = mag < kMaxCode ? mag : kMaxCode;
+  const mx_u32 code = ((u >> (32 - kBits)) & (1u << (kBits - 1))) | mag;
+  return is_nan ? (SPEC == 0 ? 0u : (1u << (kBits - 1)) - 1u) : code;  // NaN: S=0, all ones
+}
+
+#if MXJIT_HW_FP8
 // Hardware FP8 pair conversions (sm_89+): lo -> low byte, hi -> high byte; RNE, satfinite.
 MX_D mx_u32 mx_cvt_e4m3x2(float lo, float hi) {
   mx_u16 d;
@@ -142,12 +177,13 @@ MX_D mx_u32 mx_cvt_e5m2x2(float lo, float hi) {
   asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
   return d;
 }
+#endif
 // One value to an E4M3 code, RNE with saturation (NVFP4 block scales).
 MX_D mx_u32 mx_e4m3_rne(float v) {
 #if MXJIT_HW_FP8
   return mx_cvt_e4m3x2(v, 0.0f) & 0xffu;
 #else
-  return mx_encode_sw<4, 3, 1, false>(v, false, 0u);
+  return mx_encode_rne<4, 3, 1, false>(v);
 #endif
 }
 

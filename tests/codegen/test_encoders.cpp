@@ -1,0 +1,182 @@
+// templates/convert.cuh's element encoders compiled on the host: the branch-free RNE encoder
+// (mx_encode_rne) against the reference software encoder (mx_encode_sw without stochastic
+// rounding) for every format, over all FP32 patterns of the exponents where rounding happens and
+// a set of mantissas of every other exponent (NaN, Inf, zero and FP32 subnormals among them); a
+// sample of them also against the CPU reference's grid search (what the GPU tests check against).
+// The decoder (mx_decode) against mx_decode_sw and the reference, every code.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "dsl/format.hpp"
+#include "runtime/reference/numerics.hpp"
+#include "templates/mx_math.cuh"
+
+// Host shims for what the generated kernels get from prelude.cuh and the CUDA builtins; every
+// hardware-conversion block of convert.cuh stays compiled out.
+#define MX_D inline
+#define MXJIT_HW_UE8M0 0
+#define MXJIT_HW_FP4FP6 0
+#define MXJIT_HW_FP8 0
+namespace mxjit_host_convert {
+typedef unsigned char mx_u8;
+typedef unsigned short mx_u16;
+typedef unsigned int mx_u32;
+typedef unsigned long long mx_u64;
+typedef long long mx_i64;
+inline mx_u32 mx_bits(float f) { return mx_as_uint(f); }
+inline float mx_float(mx_u32 u) { return mx_as_float(u); }
+inline int __clz(mx_u32 x) { return x ? __builtin_clz(x) : 32; }
+#include "templates/convert.cuh"
+}  // namespace mxjit_host_convert
+#undef MX_D
+#undef MXJIT_HW_UE8M0
+#undef MXJIT_HW_FP4FP6
+#undef MXJIT_HW_FP8
+
+namespace {
+
+using mxjit::ElemFormat;
+using mxjit_host_convert::mx_encode_rne;
+using mxjit_host_convert::mx_encode_sw;
+
+/// Mismatches of one format against mx_encode_sw (sw) and the CPU reference (ref): how many, and
+/// the first input with both codes.
+struct Diff {
+  uint64_t count = 0, checked = 0, ref_count = 0, ref_checked = 0;
+  uint32_t input = 0, fast = 0, reference = 0, ref_input = 0, ref_fast = 0, ref_code = 0;
+};
+
+/// Every pattern against mx_encode_sw; with `ref`, also against reference::encode_rne.
+template <int EB, int MB, int SPEC, bool ISINT>
+void compare(ElemFormat elem, uint32_t u, bool ref, Diff& d) {
+  const float v = mx_as_float(u);
+  const uint32_t f = mx_encode_rne<EB, MB, SPEC, ISINT>(v), r = mx_encode_sw<EB, MB, SPEC, ISINT>(v, false, 0u);
+  ++d.checked;
+  if (f != r && d.count++ == 0) {
+    d.input = u;
+    d.fast = f;
+    d.reference = r;
+  }
+  if (!ref) return;
+  const uint32_t c = mxjit::reference::encode_rne(elem, v);
+  ++d.ref_checked;
+  if (f != c && d.ref_count++ == 0) {
+    d.ref_input = u;
+    d.ref_fast = f;
+    d.ref_code = c;
+  }
+}
+
+/// All 2^23 mantissas (both signs) of the biased FP32 exponents from half the smallest
+/// subnormal's quantum (exclusive: one below) to past the largest normal; 0, 1, the patterns
+/// 2^s and 2^s +- 1 (every half-quantum position) and all-ones for every other exponent, 0 (FP32
+/// subnormals) and 255 (Inf, NaNs) included.
+/// Every 61st pattern of the full exponents and every listed one goes to the CPU reference too.
+template <int EB, int MB, int SPEC, bool ISINT>
+Diff sweep(ElemFormat elem) {
+  constexpr int kBias = ISINT ? 0 : (1 << (EB - 1)) - 1;
+  constexpr int kEmin = ISINT ? 0 : 1 - kBias;  // MXINT8: quantum 2^-MB
+  constexpr int kMaxField = ISINT ? 0 : (SPEC == 2 ? (1 << EB) - 2 : (1 << EB) - 1);
+  constexpr int kEmax = ISINT ? 1 : kMaxField - kBias;  // of the largest finite value (127/64: 1)
+  constexpr int lo = 127 + kEmin - MB - 2, hi = 127 + kEmax + 2;
+  static_assert(lo > 0 && hi < 255);
+  Diff d;
+  for (uint32_t sign : {0u, 0x80000000u})
+    for (uint32_t e = 0; e < 256; ++e) {
+      const uint32_t base = sign | (e << 23);
+      if (int(e) >= lo && int(e) <= hi) {
+        for (uint32_t m = 0; m < (1u << 23); ++m) compare<EB, MB, SPEC, ISINT>(elem, base | m, m % 61 == 0, d);
+        continue;
+      }
+      compare<EB, MB, SPEC, ISINT>(elem, base | 0x7fffffu, true, d);
+      compare<EB, MB, SPEC, ISINT>(elem, base, true, d);
+      for (int s = 0; s < 23; ++s)
+        for (uint32_t m : {(1u << s) - 1u, 1u << s, (1u << s) + 1u})
+          compare<EB, MB, SPEC, ISINT>(elem, base | (m & 0x7fffffu), true, d);
+    }
+  return d;
+}
+
+template <int EB, int MB, int SPEC, bool ISINT>
+void check_format(ElemFormat elem) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Diff d = sweep<EB, MB, SPEC, ISINT>(elem);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string name = elem.str();
+  MESSAGE(fmt::format("{}: {} inputs against mx_encode_sw, {} mismatches; {} against the CPU reference, {} mismatches; {:.2f} s",
+                      name, d.checked, d.count, d.ref_checked, d.ref_count, s));
+  INFO(fmt::format("{}: first mismatch at input {:#010x}: rne {:#x}, sw {:#x}", name, d.input, d.fast, d.reference));
+  CHECK(d.count == 0);
+  INFO(fmt::format("{}: first mismatch at input {:#010x}: rne {:#x}, reference {:#x}", name, d.ref_input, d.ref_fast,
+                   d.ref_code));
+  CHECK(d.ref_count == 0);
+}
+
+}  // namespace
+
+// The exact template arguments codegen/emit_common.cpp's fmt_args gives each format.
+TEST_CASE("mx_encode_rne equals mx_encode_sw without stochastic rounding, all six formats") {
+  check_format<4, 3, 1, false>(mxjit::e4m3);
+  check_format<5, 2, 2, false>(mxjit::e5m2);
+  check_format<2, 3, 0, false>(mxjit::e2m3);
+  check_format<3, 2, 0, false>(mxjit::e3m2);
+  check_format<2, 1, 0, false>(mxjit::e2m1);
+  check_format<1, 6, 0, true>(mxjit::int8);
+}
+
+TEST_CASE("mx_encode_rne: known codes") {
+  // E2M1: ties to even, subnormal 0.5, saturation, -0, NaN -> 0.
+  CHECK(mx_encode_rne<2, 1, 0, false>(0.25f) == 0x0u);
+  CHECK(mx_encode_rne<2, 1, 0, false>(0.75f) == 0x2u);
+  CHECK(mx_encode_rne<2, 1, 0, false>(2.5f) == 0x4u);
+  CHECK(mx_encode_rne<2, 1, 0, false>(5.0f) == 0x6u);
+  CHECK(mx_encode_rne<2, 1, 0, false>(-1e30f) == 0xfu);
+  CHECK(mx_encode_rne<2, 1, 0, false>(-0.0f) == 0x8u);
+  CHECK(mx_encode_rne<2, 1, 0, false>(mx_as_float(0xffc00000u)) == 0x0u);
+  // E4M3: 464 ties down to 448, Inf saturates with its sign, NaN is 0x7f.
+  CHECK(mx_encode_rne<4, 3, 1, false>(464.0f) == 0x7eu);
+  CHECK(mx_encode_rne<4, 3, 1, false>(mx_as_float(0xff800000u)) == 0xfeu);
+  CHECK(mx_encode_rne<4, 3, 1, false>(mx_as_float(0xff800001u)) == 0x7fu);
+  // MXINT8: two's complement, -0 -> 0, +-127 saturation.
+  CHECK(mx_encode_rne<1, 6, 0, true>(-1.0f) == 0xc0u);
+  CHECK(mx_encode_rne<1, 6, 0, true>(-0.0f) == 0x0u);
+  CHECK(mx_encode_rne<1, 6, 0, true>(-3.0f) == 0x81u);
+  CHECK(mx_encode_rne<1, 6, 0, true>(3.0f) == 0x7fu);
+}
+
+namespace {
+
+/// Every code of one format: mx_decode (shift and one multiply) against mx_decode_sw, bit for bit,
+/// and against the CPU reference's exact decode (NaN codes: both NaN).
+template <int EB, int MB, int SPEC, bool ISINT>
+int decode_mismatches(ElemFormat elem) {
+  int bad = 0;
+  for (uint32_t c = 0; c < (1u << elem.bits()); ++c) {
+    const float f = mxjit_host_convert::mx_decode<EB, MB, SPEC, ISINT>(c);
+    const float s = mxjit_host_convert::mx_decode_sw<EB, MB, SPEC, ISINT>(c);
+    const double r = mxjit::reference::decode(elem, uint8_t(c));
+    const bool same = mx_as_uint(f) == mx_as_uint(s) && (r != r ? f != f : double(f) == r);
+    if (!same && bad++ < 4) MESSAGE(fmt::format("{} code {:#x}: decode {:#010x}, sw {:#010x}, reference {}", elem.str(), c, mx_as_uint(f), mx_as_uint(s), r));
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("mx_decode equals mx_decode_sw and the CPU reference for every code of every format") {
+  CHECK(decode_mismatches<4, 3, 1, false>(mxjit::e4m3) == 0);
+  CHECK(decode_mismatches<5, 2, 2, false>(mxjit::e5m2) == 0);
+  CHECK(decode_mismatches<2, 3, 0, false>(mxjit::e2m3) == 0);
+  CHECK(decode_mismatches<3, 2, 0, false>(mxjit::e3m2) == 0);
+  CHECK(decode_mismatches<2, 1, 0, false>(mxjit::e2m1) == 0);
+  CHECK(decode_mismatches<1, 6, 0, true>(mxjit::int8) == 0);
+  // User formats (fp_format(e, m)): the widest and narrowest exponents the DSL allows.
+  CHECK(decode_mismatches<3, 4, 0, false>(mxjit::fp_format(3, 4)) == 0);
+  CHECK(decode_mismatches<1, 2, 0, false>(mxjit::fp_format(1, 2)) == 0);
+  CHECK(decode_mismatches<4, 1, 0, false>(mxjit::fp_format(4, 1)) == 0);
+}
