@@ -344,7 +344,15 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     // Defaults from `mxjit explore` on an H200 (16384^2 bf16 -> MXFP8, blocked scales): 4 chunks
     // per thread and 8 CTAs per SM (<= 32 registers, full occupancy) for plain FP8 casts (199.9 us
     // against 209.4 with 2 chunks, 213.8 at 4 CTAs); 2 chunks and 6 CTAs (<= 40 registers) where
-    // software encoders or prologues need more.
+    // software encoders or prologues need more. Plain casts through the software encoder
+    // (mx_encode_rne: FP4/FP6/INT8 on sm_90) from 2-byte inputs: 4 chunks at 6 CTAs (<= 40
+    // registers; MXFP4 342.7 us against 351.5 with 2 chunks, MXINT8 267.5 against 278.6, H200).
+    bool plain = true;
+    for (const NodePtr& q : values.quantizes) plain = plain && q->round == Round::nearest_even;
+    for (const NodePtr& r : values.roots) plain = plain && r->op == Op::input;
+    for (const NodePtr& sn : values.scales) plain = plain && sn->scale_format != ScaleFormat::e4m3;  // NVFP4 spills at 4
+    for (const InputDecl& in : p.inputs())
+      if (in.kind == InputDecl::tensor) plain = plain && dtype_size(in.dtype) == 2;
     bool light = target.hw_fp8();
     for (const NodePtr& q : values.quantizes)
       light = light && (q->elem == e4m3 || q->elem == e5m2) && q->round == Round::nearest_even && !q->flush_subnormals;
@@ -355,7 +363,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     for (size_t i = 0; i < p.inputs().size(); ++i)
       if (p.inputs()[i].kind == InputDecl::tensor)
         vec = vec && sc.vector_along(i, plan.ax_c);
-    plan.unroll = tuning.unroll ? tuning.unroll : (light && vec ? 4 : 2);
+    plan.unroll = tuning.unroll ? tuning.unroll : ((light || plain) && vec ? 4 : 2);
     plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : (light ? 8 : 6);
     plan.threads = tuning.threads ? tuning.threads : 256;
     plan.smem_bytes = 0;

@@ -215,6 +215,13 @@ TEST_CASE("the benchmark's casts compile for sm_90a within their register budget
   CHECK(spill_bytes(d0, unaligned) == 0);  // element loads: 2 rows per thread, not 4
   const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4());
   CHECK(spill_bytes(d1, default_stride_class(d1)) == 0);
+  // Software-encoded plain casts (sm_90: mx_encode_rne) run 4 chunks per thread at <= 40 registers.
+  for (ElemFormat f : {e2m1, e2m3, e3m2, int8}) {
+    CAPTURE(f.str());
+    const Pipeline sw = cast2d(1, f, ScaleRule::floor, layout::row_major(), layout::blocked_128x4());
+    CHECK(make_plan(sw, Target::parse("sm_90a"), default_stride_class(sw)).unroll == 4);
+    CHECK(spill_bytes(sw, default_stride_class(sw)) == 0);
+  }
   for (const auto& [name, p] : variants()) {
     CAPTURE(name);
     if (name == "3-D expert") CHECK(spill_bytes(p, default_stride_class(p)) == 0);
