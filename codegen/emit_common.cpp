@@ -131,6 +131,15 @@ void emit_params(Ctx& x) {
   x.out += "};\n\n";
 }
 
+std::string dequant_scale_value(ScaleFormat f, int k, const std::string& offset) {
+  switch (f) {
+    case ScaleFormat::e8m0: return fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", k, offset);
+    case ScaleFormat::e4m3: return fmt::format("mx_decode<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", k, offset);
+    case ScaleFormat::f32: break;
+  }
+  return fmt::format("mx_ld_f32(P.in[{}], {})", k, offset);
+}
+
 // Leaf loads inside the phase-1 loop (element column `c`, row `r`; tensor inputs preloaded).
 std::string leaf_expr(const Ctx& x, const NodePtr& n) {
   if (n->op == Op::input) {
@@ -151,13 +160,7 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n) {
     if (fp4) code = fmt::format("(({} & 1) ? ({} >> 4) : ({} & 15u))", x.idx(ba, "r", "c"), code, code);
     std::string dv = fmt::format("mx_decode<{}>({})", fmt_args(n->elem), code);
     std::string s_off = x.in_offset(ks, "r", "c", ba, bs);
-    std::string sv;
-    switch (n->scale_format) {
-      case ScaleFormat::e8m0: sv = fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
-      case ScaleFormat::e4m3: sv = fmt::format("mx_decode<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
-      case ScaleFormat::f32: sv = fmt::format("mx_ld_f32(P.in[{}], {})", ks, s_off); break;
-    }
-    return fmt::format("({} * {})", dv, sv);
+    return fmt::format("({} * {})", dv, dequant_scale_value(n->scale_format, ks, s_off));
   }
   throw Error("mxjit internal: unexpected leaf");
 }

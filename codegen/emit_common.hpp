@@ -70,6 +70,8 @@ const char* unpack_fn(DType t);
 /// used, so that no load waits on an earlier one (unroll loads in flight).
 std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::string& first, const std::string& ok,
                            const std::string& offset, const std::string& indent);
+/// The FP32 value of a dequantize scale stored in format f, read from input k at `offset`.
+std::string dequant_scale_value(ScaleFormat f, int k, const std::string& offset);
 /// Template arguments of mx_encode_sw / mx_encode_rne / mx_decode for a format.
 std::string fmt_args(const ElemFormat& f);
 /// The banner (pipeline, hash, plan, target) and the embedded templates.

@@ -82,13 +82,7 @@ void emit_dequant_loads(Ctx& x, const NodePtr& n, int i) {
     x.out += fmt::format("      else {{ mx_u32 w[2] = {{0u, 0u}}; for (int e = 0; e < 8; ++e) if (ok[u] && cc_[u] + e < n_c) w[e >> 2] |= mx_u32(cp[e]) << (8 * (e & 3)); dqc{}_[u] = make_uint2(w[0], w[1]); }}\n", i);
   }
   const std::string s_off = fmt::format("(0{}) + mx_i64(cc_[u] / {}) * P.in_stride[{}][{}]", sb, n->block.sizes[0], ks, pl.ax_c);
-  std::string sv;
-  switch (n->scale_format) {
-    case ScaleFormat::e8m0: sv = fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
-    case ScaleFormat::e4m3: sv = fmt::format("mx_decode<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", ks, s_off); break;
-    case ScaleFormat::f32: sv = fmt::format("mx_ld_f32(P.in[{}], {})", ks, s_off); break;
-  }
-  x.out += fmt::format("      dqs{}_[u] = ok[u] && cc_[u] < n_c ? {} : 0.0f;\n    }}\n", i, sv);
+  x.out += fmt::format("      dqs{}_[u] = ok[u] && cc_[u] < n_c ? {} : 0.0f;\n    }}\n", i, dequant_scale_value(n->scale_format, ks, s_off));
 }
 
 // Loads of tensor input k for chunk u. Vec inputs keep the raw loaded words (r<k>_[u][..]) and
