@@ -27,6 +27,21 @@ MX_D void mx_st16(void* p, mx_v16 v) {
 }
 MX_D bool mx_aligned16(const void* p) { return (reinterpret_cast<mx_u64>(p) & 15ull) == 0; }
 
+#if __CUDA_ARCH__ >= 800
+// Asynchronous 16-byte copies global -> shared (sm_80+): loads in flight without registers.
+// `bytes` (0..16) are read from `src` (16-byte aligned) and the rest of the 16 zero-filled, so a
+// tile's tail reads as +0 bits; with 0 bytes nothing is read (src then only needs to be a valid
+// pointer). Copies complete in commit groups: wait<N> returns once at most N of this thread's
+// groups are pending; a thread that reads back only its own copies needs no barrier.
+MX_D void mx_cp_async16(void* dst, const void* src, unsigned bytes) {
+  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes) : "memory");
+}
+MX_D void mx_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+MX_D void mx_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#endif
+
 // Scalar element loads, widened to FP32 exactly.
 MX_D float mx_ld_bf16(const void* p, mx_i64 i) { return mx_bf16_to_f32(static_cast<const mx_u16*>(p)[i]); }
 MX_D float mx_ld_f16(const void* p, mx_i64 i) { return mx_f16_to_f32(static_cast<const mx_u16*>(p)[i]); }
