@@ -244,10 +244,15 @@ void emit_elems(Ctx& x, int o) {
     x.out += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i) {{ w[i] = 0u;\n#pragma unroll\n        for (int j = 0; j < 8; ++j) w[i] |= code[8 * i + j] << (4 * j); }}\n", nwords);
   else
     x.out += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i) w[i] = (code[4*i] & 0xffu) | ((code[4*i+1] & 0xffu) << 8) | ((code[4*i+2] & 0xffu) << 16) | ((code[4*i+3] & 0xffu) << 24);\n", nwords);
-  x.out += "      if (full && mx_aligned16(base + off)) {\n";
-  for (int i = 0; i < nwords / 4; ++i)
-    x.out += fmt::format("        mx_st16(base + off + {0}, mx_v16{{w[{1}], w[{2}], w[{3}], w[{4}]}});\n", 16 * i, 4 * i, 4 * i + 1,
-                         4 * i + 2, 4 * i + 3);
+  if (nwords % 4 == 0) {
+    x.out += "      if (full && mx_aligned16(base + off)) {\n";
+    for (int i = 0; i < nwords / 4; ++i)
+      x.out += fmt::format("        mx_st16(base + off + {0}, mx_v16{{w[{1}], w[{2}], w[{3}], w[{4}]}});\n", 16 * i, 4 * i, 4 * i + 1,
+                           4 * i + 2, 4 * i + 3);
+  } else {  // 8 codes (8 rows per thread): one 8-byte store
+    x.out += "      if (full && (reinterpret_cast<mx_u64>(base + off) & 7u) == 0) {\n";
+    x.out += "        *reinterpret_cast<uint2*>(base + off) = make_uint2(w[0], w[1]);\n";
+  }
   x.out += "      } else {\n";
   x.out += fmt::format("        for (int e = 0; e < {}; e += {}) {{\n", ch.w, fp4 ? 2 : 1);
   auto [re, ce] = chunk_rc(ch, "e");

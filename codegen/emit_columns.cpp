@@ -23,6 +23,18 @@
 // stores). A bare 16-bit input's block maxima come from its words two lanes per instruction
 // (max.NaN.bf16x2 / f16x2). Scales are staged in shared memory and written by the CTA after its
 // codes, consecutive threads on neighbouring scale bytes, blocked padding included.
+//
+// Pipelined form (Plan::stages S >= 2, a tuning): persistent CTAs, as many as the GPU holds,
+// walk the tiles blockIdx.x, + gridDim.x, ...; each thread keeps its next S - 1 tiles in flight
+// as cp.async copies into a shared-memory ring and reads back only its own rows (no barrier):
+//
+//   ring slot:   0        1        0        1          (S = 2)
+//   tile:       t0       t1       t2       t3   ...     copy t(i+1), wait for t(i), work on t(i)
+//                \ copy   \ copy   \ copy
+//                 work t0  work t1  work t2
+//
+// The staged scales alternate between two buffers by tile, so one barrier per tile suffices.
+// Not the default: measured slower on an H200 (plan.cpp says why).
 #include <fmt/format.h>
 
 #include "codegen/emit_common.hpp"
@@ -204,6 +216,13 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     if (x.p.inputs()[k].kind != InputDecl::tensor) continue;
     x.out += fmt::format("{}mx_u32 w{}[{}][4];\n", ind, k, kRows);
+    if (pl.stages > 1) {
+      // Pipelined: the tile's words have landed in the ring (zero-filled out of range).
+      x.out += fmt::format("#pragma unroll\n{0}for (int r = 0; r < {1}; ++r) {{\n{0}  const mx_v16 v = slot[r * {2}];\n", ind, kRows,
+                           pl.threads);
+      x.out += fmt::format("{0}  w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n{0}}}\n", ind, k);
+      continue;
+    }
     if (fast) {
       // One base pointer; rows step by the row stride (no per-row 64-bit index products).
       x.out += fmt::format("{}{{\n{}  const mx_u16* const p = static_cast<const mx_u16*>(P.in[{}]) + ({});\n", ind, ind, k,
@@ -298,20 +317,58 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
 
 }  // namespace
 
+// Declares this thread's tile coordinates for tile index `t` (a C expression): tr, tc, the
+// batch indices bi<a>, the thread's first row r0 and column c0, and the tile's origin t_r0, t_c0.
+// Needs lane_r0 / lane_c0 (the thread's offsets inside a tile).
+std::string tile_coords(const Ctx& x, const std::string& t, const std::string& ind) {
+  const Plan& pl = x.plan;
+  std::string o = fmt::format("{}unsigned t_ = {};\n", ind, t);
+  // Row tiles run fastest over the grid: neighbouring CTAs complete each column's lines together.
+  o += fmt::format("{0}const int tr = int(t_ % unsigned(P.tiles_r)); t_ /= unsigned(P.tiles_r);\n"
+                   "{0}const int tc = int(t_ % unsigned(P.tiles_c)); t_ /= unsigned(P.tiles_c);\n", ind);
+  for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
+    o += fmt::format("{0}const mx_i64 bi{1} = t_ % unsigned(P.shape[{1}]); t_ /= unsigned(P.shape[{1}]);\n", ind, *it);
+  o += fmt::format("{0}const int t_r0 = tr * {1}, t_c0 = tc * {2};  // the tile's origin\n", ind, pl.tile_r, pl.tile_c);
+  o += fmt::format("{0}const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+{1}, columns c0 .. c0+7\n",
+                   ind, pl.col_w - 1);
+  o += fmt::format("{}(void)t_; (void)t_r0; (void)t_c0;\n", ind);
+  return o;
+}
+
+// Pipelined kernel: the asynchronous copies of tile `t` (if it exists) into ring slot `slot`: each
+// thread its own col_w rows of 16 bytes, zero-filled past the domain; then one commit group
+// (empty past the last tile, so that every thread counts the same groups).
+void emit_prefetch(Ctx& x, const std::string& t, const std::string& slot, const std::string& ind) {
+  const Plan& pl = x.plan;
+  int k = -1;
+  for (size_t i = 0; i < x.p.inputs().size(); ++i)
+    if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
+  x.out += fmt::format("{}if ({} < n_tiles) {{\n", ind, t);
+  const std::string in2 = ind + "  ";
+  x.out += tile_coords(x, t, in2);
+  x.out += fmt::format("{}const mx_u16* const p = static_cast<const mx_u16*>(P.in[{}]) + ({});\n", in2, k, x.in_offset(k, "0", "0"));
+  x.out += fmt::format("{}const mx_i64 rs = P.in_stride[{}][{}];\n", in2, k, pl.ax_r);
+  x.out += fmt::format("{}const unsigned cb = c0 >= n_c ? 0u : (n_c - c0 >= 8 ? 16u : unsigned(n_c - c0) * 2u);  // bytes per row\n",
+                       in2);
+  x.out += fmt::format("{}mx_v16* const d = ring + ({}) * {} + threadIdx.x;\n", in2, slot, pl.col_w * pl.threads);
+  x.out += fmt::format("#pragma unroll\n{0}for (int r = 0; r < {1}; ++r) {{\n{0}  const unsigned b = r0 + r < n_r ? cb : 0u;\n", in2,
+                       pl.col_w);
+  x.out += fmt::format("{0}  mx_cp_async16(d + r * {1}, b ? static_cast<const void*>(p + r * rs) : P.in[{2}], b);\n{0}}}\n", in2,
+                       pl.threads, k);
+  x.out += ind + "}\n" + ind + "mx_cp_async_commit();\n";
+}
+
 void emit_columns_kernel(Ctx& x) {
   const Plan& pl = x.plan;
   bool along_c = false;
   for (const NodePtr& sn : x.v.scales) along_c = along_c || block_of(sn).axes[0] == pl.ax_c;
   const int kRows = pl.col_w, lanes_r = columns_lanes_r(kRows, along_c), warps_r = pl.tile_r / (lanes_r * kRows);
+  const bool pipe = pl.stages > 1;
+  const int S = pl.stages;
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks,
                        pl.kernel_name);
-  // Row tiles run fastest over the grid: neighbouring CTAs complete each column's lines together.
   // 32-bit indices (a 64-bit division is a long subroutine; 64-bit compares are two
   // instructions): the launcher checks that every extent and the tile count fit in 31 bits.
-  x.out += "  unsigned t = blockIdx.x;\n  const int tr = int(t % unsigned(P.tiles_r)); t /= unsigned(P.tiles_r);\n";
-  x.out += "  const int tc = int(t % unsigned(P.tiles_c)); t /= unsigned(P.tiles_c);\n";
-  for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
-    x.out += fmt::format("  const mx_i64 bi{0} = t % unsigned(P.shape[{0}]); t /= unsigned(P.shape[{0}]);\n", *it);
   x.out += fmt::format("  const int lane = threadIdx.x & 31, rg = lane % {0}, cl = lane / {0}, warp = threadIdx.x >> 5;\n", lanes_r);
   // Warps side by side along ax_c, or (warps_r > 1) stacked in pairs or more along ax_r.
   std::string wr_term, wc = "warp";
@@ -320,44 +377,71 @@ void emit_columns_kernel(Ctx& x) {
     wr_term = fmt::format("wr * {} + ", lanes_r * kRows);
     wc = "wc";
   }
-  x.out += fmt::format("  const int r0 = tr * {} + {}rg * {};  // this thread's rows r0 .. r0+{} (axis {})\n", pl.tile_r, wr_term, kRows,
-                       kRows - 1, pl.ax_r);
-  x.out += fmt::format("  const int c0 = tc * {} + {} * {} + cl * {};  // columns c0 .. c0+{} (axis {})\n", pl.tile_c, wc,
-                       32 / lanes_r * kCols, kCols, kCols - 1, pl.ax_c);
-  x.out += fmt::format("  const int t_r0 = tr * {}, t_c0 = tc * {};  // the tile's origin\n", pl.tile_r, pl.tile_c);
+  x.out += fmt::format("  const int lane_r0 = {}rg * {}, lane_c0 = {} * {} + cl * {};  // the thread's offsets in a tile (axes {}, {})\n",
+                       wr_term, kRows, wc, 32 / lanes_r * kCols, kCols, pl.ax_r, pl.ax_c);
   x.out += fmt::format("  const int n_r = int(P.shape[{}]), n_c = int(P.shape[{}]);\n", pl.ax_r, pl.ax_c);
   // Scales are staged per tile and written by the whole CTA at the end: a thread's own scales
   // are one byte in each of several 32-byte sectors (8 sectors per warp store for row-wise
   // scales), which loaded the L2 with partial writes as numerous as the codes' sectors.
+  // Pipelined: two buffers, alternating by tile, so that one barrier per tile suffices.
+  std::vector<std::pair<std::string, std::string>> staged;  // (name, element type)
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     if (!scale_staged(x, s)) continue;
     const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
     const int nb = int((pl.tile_r / b.size_along(pl.ax_r)) * (pl.tile_c / b.size_along(pl.ax_c)));
-    x.out += scale_staged(x, s, true) ? fmt::format("  __shared__ float s{}_val[{}];\n", s, nb)
-                                      : fmt::format("  __shared__ mx_u8 s{}_info[{}];\n", s, nb);
+    const bool f = scale_staged(x, s, true);
+    const std::string name = (f ? "s" + std::to_string(s) + "_val" : "s" + std::to_string(s) + "_info"),
+                      type = f ? "float" : "mx_u8";
+    if (pipe) x.out += fmt::format("  __shared__ {} {}_buf[2][{}];\n", type, name, nb);
+    else x.out += fmt::format("  __shared__ {} {}[{}];\n", type, name, nb);
+    staged.emplace_back(name, type);
   }
-  x.out += fmt::format("  const bool rows_full = r0 + {} <= n_r, cols_full = c0 + {} <= n_c;\n", kRows, kCols);
-  x.out += "  (void)rows_full; (void)cols_full;\n";
+  std::string ind = "  ";
+  if (pipe) {
+    x.out += "  extern __shared__ float4 mx_smem4[];\n";
+    x.out += fmt::format("  mx_v16* const ring = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}][{}]: tiles in flight, each thread's rows\n",
+                         S, kRows, pl.threads);
+    std::string n_tiles = "unsigned(P.tiles_r) * unsigned(P.tiles_c)";
+    for (int a : pl.batch_axes) n_tiles += fmt::format(" * unsigned(P.shape[{}])", a);
+    x.out += fmt::format("  const unsigned n_tiles = {};\n", n_tiles);
+    x.out += fmt::format("  // Persistent CTAs: tiles blockIdx.x, + gridDim.x, ...; the next {} of them in flight.\n", S - 1);
+    for (int j = 0; j < S - 1; ++j) {
+      x.out += "  {\n";
+      emit_prefetch(x, fmt::format("blockIdx.x + {}u * gridDim.x", j), std::to_string(j), "    ");
+      x.out += "  }\n";
+    }
+    x.out += "  unsigned it = 0;  // this CTA's tile count: ring slot it % stages, staged scales it & 1\n";
+    x.out += "  for (unsigned tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {\n    {\n";
+    emit_prefetch(x, fmt::format("tile + {}u * gridDim.x", S - 1), fmt::format("(it + {}) % {}", S - 1, S), "      ");
+    x.out += fmt::format("    }}\n    mx_cp_async_wait<{}>();  // this tile's copies have landed (this thread's own: no barrier)\n", S - 1);
+    x.out += fmt::format("    const mx_v16* const slot = ring + (it % {}) * {} + threadIdx.x;\n", S, kRows * pl.threads);
+    for (const auto& [name, type] : staged) x.out += fmt::format("    {0}* const {1} = {1}_buf[it & 1];\n", type, name);
+    ind = "    ";
+    x.out += tile_coords(x, "tile", ind);
+  } else {
+    x.out += tile_coords(x, "blockIdx.x", ind);
+  }
+  x.out += fmt::format("{0}const bool rows_full = r0 + {1} <= n_r, cols_full = c0 + {2} <= n_c;\n{0}(void)rows_full; (void)cols_full;\n",
+                       ind, kRows, kCols);
   // The fast path: every thread of the warp has whole tiles and every code store is aligned
   // (warp-uniform: both paths shuffle across the warp).
   std::string fast = "rows_full && cols_full";
   for (const CodeOut& co : code_outputs(x))
     fast += " && " + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, co.bytes);
-  x.out += fmt::format("  if (__all_sync(0xffffffffu, {})) {{\n", fast);
-  emit_body(x, true, along_c, lanes_r, "    ");
-  x.out += "  } else {\n";
-  emit_body(x, false, along_c, lanes_r, "    ");
-  x.out += "  }\n";
-  bool staged = false;
-  for (int s = 0; s < int(x.v.scales.size()); ++s) staged = staged || scale_staged(x, s);
-  if (staged) {
-    x.out += "  __syncthreads();\n  {\n";
-    x.out += fmt::format("    const int r0 = t_r0, c0 = t_c0, nr = n_r - r0 < {0} ? n_r - r0 : {0}, nc = n_c - c0 < {1} ? n_c - c0 : {1};\n",
-                         pl.tile_r, pl.tile_c);
+  x.out += fmt::format("{}if (__all_sync(0xffffffffu, {})) {{\n", ind, fast);
+  emit_body(x, true, along_c, lanes_r, ind + "  ");
+  x.out += ind + "} else {\n";
+  emit_body(x, false, along_c, lanes_r, ind + "  ");
+  x.out += ind + "}\n";
+  if (!staged.empty()) {
+    x.out += ind + "__syncthreads();\n" + ind + "{\n";
+    x.out += fmt::format("{0}  const int r0 = t_r0, c0 = t_c0, nr = n_r - r0 < {1} ? n_r - r0 : {1}, nc = n_c - c0 < {2} ? n_c - c0 : {2};\n",
+                         ind, pl.tile_r, pl.tile_c);
     for (int o = 0; o < int(x.p.outputs().size()); ++o)
       if (x.p.outputs()[size_t(o)].kind == OutputKind::scales) emit_tile_scales(x, o);
-    x.out += "  }\n";
+    x.out += ind + "}\n";
   }
+  if (pipe) x.out += "  }\n";
   x.out += "}\n";
 }
 

@@ -20,20 +20,23 @@ std::string StrideClass::str() const {
 }
 
 std::string Tuning::str() const {
-  return fmt::format("tune({},{},{},{},{},{},{},{},{})", tile_r, tile_c, threads, min_blocks, hoist, col_w, unroll,
-                     int(force_tiled), cluster);
+  return fmt::format("tune({},{},{},{},{},{},{},{},{},{})", tile_r, tile_c, threads, min_blocks, hoist, col_w, unroll,
+                     int(force_tiled), cluster, stages);
 }
 
 Tuning Tuning::parse(const std::string& text) {
   Tuning t;
   int f = 0, n = 0;
-  const int got = std::sscanf(text.c_str(), "tune(%d,%d,%d,%d,%d,%d,%d,%d%n,%d)%n", &t.tile_r, &t.tile_c, &t.threads,
-                              &t.min_blocks, &t.hoist, &t.col_w, &t.unroll, &f, &n, &t.cluster, &n);
-  // Eight fields (stored before the cluster field existed) end with ')' right after force_tiled.
-  const bool eight = got == 8 && n > 0 && text.compare(size_t(n), std::string::npos, ")") == 0;
-  if (!(got == 9 && size_t(n) == text.size()) && !eight)
+  int n8 = 0, n9 = 0;
+  const int got = std::sscanf(text.c_str(), "tune(%d,%d,%d,%d,%d,%d,%d,%d%n,%d%n,%d)%n", &t.tile_r, &t.tile_c, &t.threads,
+                              &t.min_blocks, &t.hoist, &t.col_w, &t.unroll, &f, &n8, &t.cluster, &n9, &t.stages, &n);
+  // Older forms (stored before the cluster and stages fields existed) end with ')' right after
+  // force_tiled or cluster.
+  auto closes = [&](int at) { return at > 0 && text.compare(size_t(at), std::string::npos, ")") == 0; };
+  const bool older = (got == 8 && closes(n8)) || (got == 9 && closes(n9));
+  if (!(got == 10 && size_t(n) == text.size()) && !older)
     throw UsageError(fmt::format("tuning '{}': expected tune(tile_r,tile_c,threads,min_blocks,hoist,col_w,unroll,"
-                                 "force_tiled,cluster)", text));
+                                 "force_tiled,cluster,stages)", text));
   t.force_tiled = f != 0;
   return t;
 }
@@ -50,10 +53,10 @@ const char* kind_name(Plan::Kind k) {
 }  // namespace
 
 std::string Plan::str() const {
-  return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} cluster={} pad={}x{} batch=[{}] "
+  return fmt::format("plan kind={} block_c={} group={} unroll={} min_blocks={} hoist={} col_w={} rank={} ax_r={} ax_c={} tile={}x{} row_stride={} threads={} roots={} smem={} cluster={} stages={} pad={}x{} batch=[{}] "
                      "zero=[{}] name={}",
                      kind_name(kind), block_c, group, unroll, min_blocks, int(hoist), col_w, rank, ax_r, ax_c, tile_r, tile_c, row_stride, threads, roots, smem_bytes,
-                     cluster, pad_r, pad_c, fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
+                     cluster, stages, pad_r, pad_c, fmt::join(batch_axes, ","), fmt::join(zero_outputs, ","), kernel_name);
 }
 
 Plan Plan::parse(const std::string& text) {
@@ -88,6 +91,7 @@ Plan Plan::parse(const std::string& text) {
       else if (k == "roots") p.roots = std::stoi(v);
       else if (k == "smem") p.smem_bytes = std::stoi(v);
       else if (k == "cluster") p.cluster = std::stoi(v);
+      else if (k == "stages") p.stages = std::stoi(v);
       else if (k == "pad") { p.pad_r = std::stoi(v.substr(0, v.find('x'))); p.pad_c = std::stoi(v.substr(v.find('x') + 1)); }
       else if (k == "batch") p.batch_axes = ints(v);
       else if (k == "zero") p.zero_outputs = ints(v);
@@ -300,6 +304,8 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : 4;
   plan.hoist = tuning.hoist != 0;
   plan.col_w = tuning.col_w ? tuning.col_w : 16;
+  if (plan.col_w != 8 && plan.col_w != 16 && plan.col_w != 32)
+    throw UsageError(fmt::format("tuning: col_w {} must be 8, 16 or 32", plan.col_w));
   // Rows padded so that 8-float column groups and consecutive rows fall in different banks
   // (stride = 16 mod 32 plus one float per 8): 16-byte chunk writes and column reads stay
   // (nearly) conflict-free.
@@ -392,10 +398,28 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     // Warps stacked along ax_r until they cover 128 rows, the rest side by side along ax_c.
     const int lanes_r = columns_lanes_r(plan.col_w, along_c), warps_r = plan.tile_r / (lanes_r * plan.col_w);
     plan.tile_c = (plan.threads / 32 / warps_r) * (32 / lanes_r) * 8;
+    // Pipelined (stages >= 2) is a tuning, not the default. It was built for dim0+dim1, whose
+    // warps wait on their loads half the time with one tile per CTA (ncu, H200, 16384^2: 49%
+    // issue, 4.8 of 16 cycles between issues on the long scoreboard), and it removes that wait
+    // (1.4 cycles), but measured slower: 472-480 us against 369 (explore: 455-480 for every
+    // stage count and CTAs per SM). It issues 17% more instructions (the copies' addresses, the
+    // shared-memory reads), stalls on the MIO queue and shared-memory reads instead (short
+    // scoreboard 1.6 -> 3.0 cycles), holds 3 CTAs per SM instead of 4, and its copies read
+    // whole 128-byte lines where a warp wants 64 bytes of a row (L2 read sectors 29.2 M vs 16.8 M).
+    plan.stages = tuning.stages ? tuning.stages : 1;
+    if (plan.stages < 1 || plan.stages > 4) throw UsageError(fmt::format("tuning: stages {} must be 1..4", plan.stages));
+    // The ring: stages tiles of col_w rows x 16 bytes per thread (dynamic); the staged scales are
+    // static (emit_columns.cpp).
+    plan.smem_bytes = plan.stages > 1 ? plan.stages * plan.col_w * plan.threads * 16 : 0;
     // 16 rows: 2 CTAs per SM (<= 128 registers; fewer spill the 64-word tile, H200 sweep);
-    // 8 rows with a row-wise scale: 4 (64 registers; see col_w above).
-    plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : along_c && plan.col_w == 8 ? 4 : 2;
-    plan.smem_bytes = 0;  // static: the staged scales (emit_columns.cpp)
+    // 8 rows with a row-wise scale: 4 (64 registers; see col_w above). Pipelined: as many as
+    // the rings fit (at most 4).
+    plan.min_blocks = tuning.min_blocks   ? tuning.min_blocks
+                      : plan.stages > 1 ? std::clamp(228 * 1024 / (plan.smem_bytes + 4096), 1, 4)
+                      : along_c && plan.col_w == 8 ? 4 : 2;
+    if (int64_t(plan.min_blocks) * (plan.smem_bytes + 4096) > 228 * 1024)
+      throw UsageError(fmt::format("tuning: {} CTAs per SM with a {}-byte ring ({} stages) exceed the SM's shared memory",
+                                   plan.min_blocks, plan.smem_bytes, plan.stages));
     plan.row_stride = 0;
   }
   plan.kernel_name = "mxjit_" + p.hash().hex().substr(0, 16);

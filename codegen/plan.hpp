@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-7";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-8";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -47,8 +47,9 @@ struct Tuning {
   int unroll = 0;      ///< direct: chunks per thread
   bool force_tiled = false;  ///< use the tiled kernel even where the direct one applies
   int cluster = 0;     ///< grouped vector kernel: CTAs sharing one group (a thread-block cluster)
-  /// Canonical text ("tune(64,128,0,4,1,16,0,0,0)"), part of the kernel key and what the tuner
-  /// stores. parse() also takes the older eight-field form (cluster 0).
+  int stages = 0;      ///< columns kernel: tiles in flight per CTA (1: one tile per CTA; 2-3: persistent, cp.async ring)
+  /// Canonical text ("tune(64,128,0,4,1,16,0,0,0,0)"), part of the kernel key and what the tuner
+  /// stores. parse() also takes the older eight- and nine-field forms (cluster, stages 0).
   std::string str() const;
   /// Parses str(); throws UsageError naming the text.
   static Tuning parse(const std::string& text);
@@ -85,6 +86,10 @@ struct Plan {
   int roots = 1;                  ///< value tiles held in shared memory
   int smem_bytes = 0;             ///< dynamic shared memory per CTA
   int cluster = 1;                ///< grouped vector kernel: CTAs per cluster, splitting each group's rows
+  /// columns: 1 = one tile per CTA, loaded into registers; S >= 2 = persistent CTAs (as many as
+  /// fit the GPU) walking the tiles, each thread's next S - 1 tiles in flight as cp.async copies
+  /// into a shared-memory ring of S tiles (smem_bytes), so loads overlap the current tile's work.
+  int stages = 1;
   /// direct, with blocked scales: the grid also covers the scale matrices' padding, so the kernel
   /// writes its zeros (no memset): rows of the innermost row axis rounded up to pad_r, block
   /// columns to pad_c (the largest atom's; 1 x 1 without blocked scales).

@@ -228,6 +228,8 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
                      unsigned(plan.smem_bytes), stream, args);
     return;
   }
+  if (plan.kind == detail::Plan::Kind::columns && plan.stages > 1)  // persistent CTAs walk the tiles
+    grid = std::min<int64_t>(grid, l->kernel.resident_ctas(unsigned(plan.threads), unsigned(plan.smem_bytes)));
   l->kernel.launch({unsigned(grid), 1, 1}, {unsigned(plan.threads), 1, 1}, unsigned(plan.smem_bytes), stream, args);
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/module.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -21,7 +22,11 @@ struct LoadedKernel::State {
     CUcontext ctx;
     CUfunction fn;
     unsigned smem_optin;
+    unsigned resident = 0, resident_threads = 0, resident_smem = 0;  ///< resident_ctas(), once computed
   };
+  /// The entry of the current context (created on first use), its dynamic shared memory opted
+  /// into up to `smem_bytes`. Call with `mutex` held.
+  Entry& entry(unsigned smem_bytes);
   CUlibrary library = nullptr;
   CUkernel kernel = nullptr;
   std::string name;
@@ -56,38 +61,64 @@ const std::string& LoadedKernel::name() const noexcept {
   return state_ ? state_->name : kEmpty;
 }
 
-void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args) const {
-  if (!state_) throw UsageError("LoadedKernel::launch: no kernel is loaded");
+LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes) {
   Driver& d = Driver::get();
   CUcontext ctx = nullptr;
   d.check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
   if (!ctx) ctx = current_context();
+  Entry* e = nullptr;
+  for (auto& x : entries)
+    if (x.ctx == ctx) {
+      e = &x;
+      break;
+    }
+  if (!e) {
+    CUfunction f = nullptr;
+    d.check(d.cuKernelGetFunction(&f, kernel), "cuKernelGetFunction");
+    e = &entries.emplace_back(Entry{ctx, f, kDefaultSmemLimit});
+  }
+  if (smem_bytes > e->smem_optin) {
+    d.check(d.cuFuncSetAttribute(e->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem_bytes)),
+            "cuFuncSetAttribute");
+    e->smem_optin = smem_bytes;
+  }
+  return *e;
+}
 
+void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args) const {
+  if (!state_) throw UsageError("LoadedKernel::launch: no kernel is loaded");
+  Driver& d = Driver::get();
   CUfunction fn = nullptr;
   {
     std::lock_guard lock(state_->mutex);
-    State::Entry* entry = nullptr;
-    for (auto& e : state_->entries)
-      if (e.ctx == ctx) {
-        entry = &e;
-        break;
-      }
-    if (!entry) {
-      CUfunction f = nullptr;
-      d.check(d.cuKernelGetFunction(&f, state_->kernel), "cuKernelGetFunction");
-      entry = &state_->entries.emplace_back(State::Entry{ctx, f, kDefaultSmemLimit});
-    }
-    if (smem_bytes > entry->smem_optin) {
-      d.check(d.cuFuncSetAttribute(entry->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                   static_cast<int>(smem_bytes)),
-              "cuFuncSetAttribute");
-      entry->smem_optin = smem_bytes;
-    }
-    fn = entry->fn;
+    fn = state_->entry(smem_bytes).fn;
   }
   d.check(d.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem_bytes,
                            reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream)), args, nullptr),
           "cuLaunchKernel");
+}
+
+unsigned LoadedKernel::resident_ctas(unsigned threads, unsigned smem_bytes) const {
+  if (!state_) throw UsageError("LoadedKernel::resident_ctas: no kernel is loaded");
+  Driver& d = Driver::get();
+  std::lock_guard lock(state_->mutex);
+  State::Entry& e = state_->entry(smem_bytes);
+  if (e.resident == 0 || e.resident_threads != threads || e.resident_smem != smem_bytes) {
+    CUdevice dev = 0;
+    int sms = 0, per_sm = 0;
+    // A persistent kernel's grid is exactly what is resident: the carveout must not leave room
+    // for fewer CTAs than the calculator counts (the rest would start only as others finish).
+    d.check(d.cuFuncSetAttribute(e.fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED),
+            "cuFuncSetAttribute");
+    d.check(d.cuCtxGetDevice(&dev), "cuCtxGetDevice");
+    d.check(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute");
+    d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, e.fn, static_cast<int>(threads), smem_bytes),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    e.resident = unsigned(std::max(1, sms * per_sm));
+    e.resident_threads = threads;
+    e.resident_smem = smem_bytes;
+  }
+  return e.resident;
 }
 
 }  // namespace mxjit::detail

@@ -31,6 +31,10 @@ class LoadedKernel {
   /// current context (GPU 0's primary context when none is current). Dynamic shared memory above
   /// 48 KiB is opted into once per context. `args` as for cuLaunchKernel. Thread-safe.
   void launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args) const;
+  /// How many CTAs of `threads` threads and `smem_bytes` dynamic shared memory the current
+  /// context's GPU holds at once (multiprocessors x the occupancy calculator's CTAs per SM, at
+  /// least 1): the grid of a persistent kernel. Cached per context. Thread-safe.
+  unsigned resident_ctas(unsigned threads, unsigned smem_bytes) const;
   /// The kernel's name.
   const std::string& name() const noexcept;
   /// True when a kernel is loaded.

@@ -65,12 +65,18 @@ std::vector<Tuning> tuning_candidates(const Pipeline& p, const Target& t, const 
   }
   if (kind == Plan::Kind::columns)
     for (int rows : {8, 16})
-      for (int mb : {1, 2, 3, 4}) {
-        Tuning x;
-        x.min_blocks = mb;
-        x.col_w = rows;
-        out.push_back(x);
-      }
+      for (int mb : {1, 2, 3, 4})
+        for (int st : {1, 2, 3}) {
+          Tuning x;
+          x.min_blocks = mb;
+          x.col_w = rows;
+          x.stages = st;
+          try {
+            make_plan(p, t, sc, x);  // a ring too large for mb CTAs per SM
+            out.push_back(x);
+          } catch (const Error&) {
+          }
+        }
   if (kind == Plan::Kind::direct) {
     for (int u : {1, 2, 4})
       for (int mb : {4, 6, 8}) {

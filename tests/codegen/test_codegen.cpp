@@ -179,8 +179,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "f4539bfecd5da3fceda959785fe650f3");
-  CHECK(b == "e78665af68a34aae0004f04eaa9d6246");
+  CHECK(a == "9dace6610b09a8fe1980868a0954784d");
+  CHECK(b == "4c42eade69782b80af148c261facb84c");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
@@ -263,4 +263,67 @@ TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
     CHECK(src.find("mx_max_bf16x2") != std::string::npos);
     CHECK(src.find("__syncthreads();") != std::string::npos);  // the tile's staged scales
   }
+}
+
+// The columns kernel's pipelined form (Plan::stages >= 2, a tuning): persistent CTAs over a
+// shared-memory ring of cp.async copies. Its ring sizes the dynamic shared memory and caps CTAs
+// per SM; a ring too large for the CTAs asked for is refused by name; every stage count compiles
+// for both arches without spills, for dim1, dim0+dim1 and 3-D per-expert casts.
+TEST_CASE("columns kernel pipelined: ring size, CTAs per SM, refusal, compiles without spills") {
+  const Target t = Target::parse("sm_90a");
+  for (const auto& [name, p] : variants()) {
+    if (name != "dim0+dim1" && name != "3-D expert") continue;
+    CAPTURE(name);
+    const Plan base = make_plan(p, t, default_stride_class(p));
+    CHECK(base.kind == Plan::Kind::columns);
+    CHECK(base.stages == 1);  // the default: measured faster (plan.cpp)
+    CHECK(base.smem_bytes == 0);
+    for (int stages : {2, 3}) {
+      Tuning tu;
+      tu.stages = stages;
+      tu.col_w = 8;
+      const Plan pl = make_plan(p, t, default_stride_class(p), tu);
+      CHECK(pl.stages == stages);
+      CHECK(pl.smem_bytes == stages * 8 * pl.threads * 16);
+      CHECK(pl.min_blocks == std::min(4, 228 * 1024 / (pl.smem_bytes + 4096)));
+      CHECK(Plan::parse(pl.str()).str() == pl.str());
+      const std::string src = generate(p, t, default_stride_class(p), tu).source;
+      CHECK(src.find("mx_cp_async_wait<" + std::to_string(stages - 1) + ">();") != std::string::npos);
+      CHECK(src.find("for (unsigned tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it)") != std::string::npos);
+      for (const char* arch : {"sm_90a", "sm_100a"}) {
+        CAPTURE(arch);
+        CompileOptions o;
+        o.tuning = tu;
+        CHECK(!compile(p, Target::parse(arch), default_stride_class(p), o).cubin.empty());
+      }
+      CHECK(test::spill_bytes(p, default_stride_class(p), tu) == 0);
+    }
+    Tuning too_many;
+    too_many.stages = 2;
+    too_many.col_w = 16;
+    too_many.min_blocks = 2;  // 2 x 128 KiB rings
+    CHECK_THROWS_WITH_AS(make_plan(p, t, default_stride_class(p), too_many),
+                         doctest::Contains("2 CTAs per SM with a 131072-byte ring (2 stages) exceed the SM's shared memory"),
+                         UsageError);
+    Tuning bad;
+    bad.stages = 5;
+    CHECK_THROWS_WITH_AS(make_plan(p, t, default_stride_class(p), bad), doctest::Contains("stages 5 must be 1..4"), UsageError);
+  }
+}
+
+// Regression: a tuning's 8 rows per thread (meant for the columns kernel) also reaches the tiled
+// kernel, which runs the same cast where the input's rows are not 16-byte aligned; its column
+// chunks of 8 codes had no store for whole aligned chunks (the 16-byte loop ran zero times).
+TEST_CASE("tiled kernel, 8 rows per thread: whole column chunks get one 8-byte store; bad col_w is refused") {
+  const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear());
+  StrideClass unaligned = default_stride_class(d1);
+  unaligned.aligned[0] = false;
+  Tuning t;
+  t.col_w = 8;
+  const Target sm90 = Target::parse("sm_90a");
+  CHECK(make_plan(d1, sm90, unaligned, t).kind == Plan::Kind::tiled);
+  const std::string src = generate(d1, sm90, unaligned, t).source;
+  CHECK(src.find("*reinterpret_cast<uint2*>(base + off) = make_uint2(w[0], w[1]);") != std::string::npos);
+  t.col_w = 12;
+  CHECK_THROWS_WITH_AS(make_plan(d1, sm90, unaligned, t), doctest::Contains("col_w 12 must be 8, 16 or 32"), UsageError);
 }

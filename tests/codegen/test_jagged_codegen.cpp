@@ -107,18 +107,22 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
                        doctest::Contains("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)"), UsageError);
 }
 
-TEST_CASE("tuning text: nine fields round-trip, the older eight-field form still parses, bad text names the form") {
+TEST_CASE("tuning text: ten fields round-trip, the older eight- and nine-field forms still parse, bad text names the form") {
   Tuning t;
   t.tile_c = 64;
   t.unroll = 4;
   t.min_blocks = 6;
   t.cluster = 8;
-  CHECK(t.str() == "tune(0,64,0,6,-1,0,4,0,8)");
+  t.stages = 3;
+  CHECK(t.str() == "tune(0,64,0,6,-1,0,4,0,8,3)");
   CHECK(Tuning::parse(t.str()).str() == t.str());
-  CHECK(Tuning::parse("tune(64,128,0,4,1,16,0,1)").str() == "tune(64,128,0,4,1,16,0,1,0)");
+  CHECK(Tuning::parse("tune(64,128,0,4,1,16,0,1)").str() == "tune(64,128,0,4,1,16,0,1,0,0)");
+  CHECK(Tuning::parse("tune(0,64,0,6,-1,0,4,0,8)").str() == "tune(0,64,0,6,-1,0,4,0,8,0)");
   CHECK(Tuning{}.is_default());
-  for (const char* s : {"tune(1,2,3)", "tune(0,0,0,0,-1,0,0,0,0", "tune(0,0,0,0,-1,0,0,0,0)x", "tune(0,0,0,0,-1,0,0,0)x", "nonsense"})
-    CHECK_THROWS_WITH_AS(Tuning::parse(s), doctest::Contains("expected tune(tile_r,tile_c,threads,min_blocks,hoist,col_w,unroll,force_tiled,cluster)"),
+  for (const char* s : {"tune(1,2,3)", "tune(0,0,0,0,-1,0,0,0,0", "tune(0,0,0,0,-1,0,0,0,0)x", "tune(0,0,0,0,-1,0,0,0)x",
+                        "tune(0,0,0,0,-1,0,0,0,0,2)x", "tune(0,0,0,0,-1,0,0,0,0,2,1)", "nonsense"})
+    CHECK_THROWS_WITH_AS(Tuning::parse(s),
+                         doctest::Contains("expected tune(tile_r,tile_c,threads,min_blocks,hoist,col_w,unroll,force_tiled,cluster,stages)"),
                          UsageError);
 }
 

@@ -100,7 +100,7 @@ Action setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--out", c->out, "output file (default: stdout for cuda and ptx)");
   app.add_flag("--resource-usage", c->resource_usage, "print the ptxas report (registers, shared memory, spills)");
-  app.add_option("--tuning", c->tuning, "plan parameters as `mxjit explore` prints them, e.g. tune(0,0,0,8,-1,0,4,0,0)");
+  app.add_option("--tuning", c->tuning, "plan parameters as `mxjit explore` prints them, e.g. tune(0,0,0,8,-1,0,4,0,0,0)");
   return [c] { return run_compile(*c); };
 }
 
