@@ -17,6 +17,20 @@ namespace mxjit::detail {
 
 namespace {
 
+// `code` with every line but preprocessor ones indented by `by` more.
+std::string indented(const std::string& code, const std::string& by) {
+  std::string r;
+  size_t at = 0;
+  while (at < code.size()) {
+    size_t nl = code.find('\n', at);
+    nl = nl == std::string::npos ? code.size() : nl + 1;
+    if (code[at] != '#' && code[at] != '\n') r += by;
+    r.append(code, at, nl - at);
+    at = nl;
+  }
+  return r;
+}
+
 // Stores the scale of group g, column c (scale_from_amax's byte/sval) into every scales output,
 // where `cond` holds.
 void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind) {
@@ -88,16 +102,27 @@ void emit_grouped_scalar(Ctx& x) {
 }
 
 // The vector kernel: a CTA owns one group and W = tile_c columns; a thread owns 8 neighbouring
-// columns (16-byte loads) and every RL-th row of the group, RL = threads / (W / 8):
+// columns (16-byte chunks) and every RL-th row of the group, RL = threads / (W / 8):
 //
 //            c0 .. c0+W-1 (one CTA)
-//   row_s    | t0 | t1 | .. | t(W/8-1) |    pass 1: U loads per thread in flight; column maxima
-//   row_s+1  | t(W/8) ...              |            in registers, then across row lanes in smem;
-//   ...      (rows of the group, strided by RL)     the first tile_r rows also kept in smem
-//   row_e-1  |                         |    pass 2: those rows from smem, the rest read again
-//                                                   (mostly from L2), codes stored 8 at a time
+//   row_s    | t0 | t1 | .. | t(W/8-1) |  } the first tile_r rows: the row cache
+//   row_s+1  | t(W/8) ...              |  }
+//   ...      (rows of the group, strided by RL)
+//   row_e-1  |                         |  the rest
+//
+//   pass 1 (column maxima):
+//     (a) each thread's cached rows go straight into its own cache chunks with cp.async (16-byte
+//         asynchronous copies, zero-filled past the last column): all of them in flight at once,
+//         no registers held;
+//     (b) meanwhile the rest go through registers, U rows per thread in flight;
+//     (c) once its copies land (wait, no barrier: a thread reads back only its own chunks) it
+//         folds the cached rows in; the maxima then meet across row lanes in smem.
+//   pass 2: the cached rows from smem, the rest read again (mostly from L2), codes stored 8 at a
+//   time.
 // Two passes are inherent (a group's scale needs all its rows first). The shared-memory row cache
 // is also what caps CTAs per SM (Plan::min_blocks): few CTAs in flight keep the re-read rows in L2.
+// With the cache filled asynchronously, a CTA has its whole cache in flight (2 CTAs x ~105 KB per
+// SM by default) where loads through registers held U rows (32 KB per CTA).
 //
 //   shared memory: [ cache: tile_r rows x W inputs ][ red: RL x W maxima ][ mult: W ][ flag: W ]
 //                  [ part: W maxima, with a cluster ]
@@ -156,7 +181,7 @@ void emit_grouped_vector(Ctx& x) {
   x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + c0;\n", et, k);
   x.out += fmt::format("  const mx_i64 in_sr = P.in_stride[{}][{}];\n", k, ar);
   // U rows of 8 columns into w[u][] (zeros outside), all issued before any is used; rows below
-  // tile_r come from the cache in pass 2 (`cached`) and go into it in pass 1 (`fill`).
+  // tile_r come from the cache in pass 2 (`cached`; pass 1 filled it with cp.async).
   auto loads = [&](bool cached) {
     std::string l = fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U, NW, U);
     l += fmt::format("      const mx_i64 {} = r + u * {};\n      const {}* const p = src + {} * in_sr;\n", ix, RL, et, ix);
@@ -179,28 +204,63 @@ void emit_grouped_vector(Ctx& x) {
     l += "      }\n    }\n";
     return l;
   };
-  // The element values of row u into x<k>[8], then val[8] (the root, unguarded: register leaves).
-  std::string unpack = fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= row_e) continue;\n", ix, RL, ix);
-  unpack += fmt::format("      float x{}[8];\n", k);
-  if (f32) unpack += fmt::format("#pragma unroll\n      for (int e = 0; e < 8; ++e) x{}[e] = mx_float(w[u][e]);\n", k);
-  else unpack += fmt::format("      {}(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", unpack_fn(dt), k);
+  // The element values of row u into x<k>[8], then val[8] (the root, unguarded: register leaves);
+  // rows from `end` on are skipped.
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
   std::string eval;
   const std::string v = em.emit(x.v.roots[0], eval, "        ");
-  unpack += fmt::format("      float val[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) {{\n        const mx_i64 c = c0 + e;\n        (void)c;\n{}        val[e] = {};\n      }}\n",
-                        eval, v);
+  auto unpack = [&](const std::string& end) {
+    std::string l = fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= {}) continue;\n", ix, RL, ix, end);
+    l += fmt::format("      float x{}[8];\n", k);
+    if (f32) l += fmt::format("#pragma unroll\n      for (int e = 0; e < 8; ++e) x{}[e] = mx_float(w[u][e]);\n", k);
+    else l += fmt::format("      {}(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", unpack_fn(dt), k);
+    l += fmt::format("      float val[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) {{\n        const mx_i64 c = c0 + e;\n        (void)c;\n{}        val[e] = {};\n      }}\n",
+                     eval, v);
+    return l;
+  };
+  // Folds the values of the U rows in w[][] (rows from `end` on skipped) into the maxima m[8].
+  auto amax_of = [&](const std::string& end) {
+    std::string l = fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack(end);
+    l += "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
+    if (x.v.scale_flush[0]) l += "        if (a < 0x00800000u) a = 0u;\n";
+    return l + "        m[e] = a > m[e] ? a : m[e];\n      }\n    }\n";
+  };
   const std::string loop = fmt::format("  for (mx_i64 r = row_s + rl; r < row_e; r += {}) {{\n", RL * U);
 
-  x.out += "  // Pass 1: column maxima of the group's rows (none for the rows past the last end).\n";
-  x.out += "  mx_u32 m[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};\n  if (g < G)\n" + loop + loads(false);
-  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack;
-  x.out += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR);
+  // Pass 1, inside `if (g < G)` (so indented once more): (a) this thread's cached rows straight
+  // into its cache chunks, (b) the other rows through registers while those copies are in flight,
+  // (c) the cached rows' maxima read back from the chunks (a thread's own copies: no barrier).
+  std::string p1 = fmt::format("  const mx_i64 row_c = row_e - row_s < {0} ? row_e : row_s + {0};  // cached rows: row_s .. row_c-1\n", CR);
+  const int esize = f32 ? 4 : 2, epc = 16 / esize;  // bytes per element, elements per 16-byte chunk
+  p1 += "  // (a) Every cached row of this thread in flight at once, without registers: 16-byte\n"
+        "  // cp.async copies into the cache slots pass 2 reads. Columns past n_c are zero-filled (the\n"
+        "  // +0 bits the loads below leave); a copy of 0 bytes reads nothing (its source: the base).\n";
+  p1 += "  const mx_i64 nc = n_c - c0;  // this thread's columns inside the tensor (8 or more: all)\n";
   for (int h = 0; h < NW / 4; ++h)
-    x.out += fmt::format("        cache[({} - row_s) * {} + tc * {} + {}] = mx_v16{{w[u][{}], w[u][{}], w[u][{}], w[u][{}]}};\n", ix,
-                         TC * NW / 4, NW / 4, h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
-  x.out += "      }\n#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
-  if (x.v.scale_flush[0]) x.out += "        if (a < 0x00800000u) a = 0u;\n";
-  x.out += "        m[e] = a > m[e] ? a : m[e];\n      }\n    }\n  }\n";
+    p1 += fmt::format("  const unsigned nb{} = nc >= {} ? 16u : nc > {} ? unsigned({}) * {}u : 0u;  // bytes of chunk {} (columns c0+{}..c0+{})\n", h,
+                      (h + 1) * epc, h * epc, h ? fmt::format("nc - {}", h * epc) : "nc", esize, h, h * epc, (h + 1) * epc - 1);
+  p1 += fmt::format("  const {0}* const base = static_cast<const {0}*>(P.in[{1}]);\n", et, k);
+  p1 += fmt::format("  for (mx_i64 {0} = row_s + rl; {0} < row_c; {0} += {1}) {{\n", ix, RL);
+  p1 += fmt::format("    const {}* const p = src + {} * in_sr;\n", et, ix);
+  for (int h = 0; h < NW / 4; ++h)
+    p1 += fmt::format("    mx_cp_async16(cache + ({} - row_s) * {} + tc * {} + {}, nb{} ? p + {} : base, nb{});\n", ix, TC * NW / 4, NW / 4,
+                      h, h, 4 * h, h);
+  p1 += "  }\n  mx_cp_async_commit();\n";
+  p1 += fmt::format("  // (b) The rows past the cache (from this row lane's first at or after row_s + {}) through\n"
+                    "  // registers, {} per thread in flight while the copies land.\n", CR, U);
+  p1 += fmt::format("  for (mx_i64 r = row_s + rl + ({} - rl) / {} * {}; r < row_e; r += {}) {{\n", CR + RL - 1, RL, RL, RL * U);
+  p1 += loads(false) + amax_of("row_e") + "  }\n";
+  p1 += "  // (c) The cached rows, once this thread's copies have landed.\n  mx_cp_async_wait<0>();\n";
+  p1 += fmt::format("  for (mx_i64 r = row_s + rl; r < row_c; r += {}) {{\n", RL * U);
+  p1 += fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U, NW, U);
+  p1 += fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= row_c) continue;\n", ix, RL, ix);
+  for (int h = 0; h < NW / 4; ++h)
+    p1 += fmt::format("      {{ const mx_v16 v = cache[({} - row_s) * {} + tc * {} + {}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
+                      ix, TC * NW / 4, NW / 4, h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+  p1 += "    }\n" + amax_of("row_c") + "  }\n";
+
+  x.out += "  // Pass 1: column maxima of the group's rows (none for the rows past the last end).\n";
+  x.out += "  mx_u32 m[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};\n  if (g < G) {\n" + indented(p1, "  ") + "  }\n";
   x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) red[rl * {} + tc * 8 + e] = m[e];\n  __syncthreads();\n", W);
   x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
   x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", RL, W);
@@ -232,7 +292,7 @@ void emit_grouped_vector(Ctx& x) {
     break;  // one quantize (the plan's rule for jagged groups); 8-bit codes (FP4 needs fixed blocks)
   }
   x.out += "  // Pass 2: the same rows again, scaled and encoded.\n" + loop + loads(true);
-  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack;
+  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack("row_e");
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;

@@ -445,39 +445,55 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
                         {DType::bf16, e2m3, 1}, {DType::bf16, int8, 1}, {DType::bf16, e4m3, 2}, {DType::bf16, e4m3, 3}};
   const std::vector<std::vector<int32_t>> group_ends = {{0, 1, 32, 65, 1065, 1100}, {300, 300, 300, 700},
                                                         {5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 1100}};
-  const std::vector<int64_t> widths = {96, 77, 520};
+  // Columns and row stride (0: contiguous). Contiguous 77-column rows are not 16-byte aligned: the
+  // scalar kernel. Rows padded to 8 elements keep the vector kernel with a thread's last chunk cut
+  // (77: 5 columns, 10 bf16 bytes of cp.async, or 16 + 4 f32; 67: 3 columns, 6 bytes or 12 + 0),
+  // whole threads (96 at 64 per CTA) and a one-thread tile (520) past the last column.
+  const std::vector<std::array<int64_t, 2>> widths = {{96, 0}, {77, 0}, {520, 0}, {77, 80}, {67, 72}};
+  const bool clusters = current_target().sm() >= 90;
   int n = 0;
-  for (const Case& c : cases) {
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    const Case& c = cases[ci];
     const Pipeline p = make(c.dt, c.f, c.kind);
     std::vector<detail::Tuning> tunings(1);
+    auto tune = [&](int w, int th, int u, int mb, int k) {
+      if (k > 1 && !clusters) return;
+      detail::Tuning t;
+      t.tile_c = w;
+      t.threads = th;
+      t.unroll = u;
+      t.min_blocks = mb;
+      t.cluster = k;
+      tunings.push_back(t);
+    };
     // Columns per CTA x threads x rows in flight x CTAs per SM (which sizes the row cache: from
     // ~150 rows at 8 CTAs/SM to ~890 at 1, so groups of 1000 rows take both second-pass paths)
     // x CTAs per group (a cluster, sm_90+): with 2, a CTA's part of a 1000-row group overflows
     // its 370-row cache; 4 is the cluster's own default tuning.
-    const bool clusters = current_target().sm() >= 90;
-    if (n == 0)
+    if (ci == 0)
       for (auto [w, th, u, mb, k] : {std::array{128, 512, 3, 1, 0}, std::array{256, 64, 1, 1, 0}, std::array{32, 256, 5, 8, 2},
-                                     std::array{64, 256, 0, 0, 4}, std::array{64, 128, 4, 4, 8}}) {
-        if (k > 1 && !clusters) continue;
-        detail::Tuning t;
-        t.tile_c = w;
-        t.threads = th;
-        t.unroll = u;
-        t.min_blocks = mb;
-        t.cluster = k;
-        tunings.push_back(t);
-      }
+                                     std::array{64, 256, 0, 0, 4}, std::array{64, 128, 4, 4, 8}})
+        tune(w, th, u, mb, k);
+    // f16 and f32 (other cp.async byte counts; two chunks a row of f32): a smaller cache (4
+    // CTAs/SM: 380 f16 rows, 190 f32), clusters of 2 (8 CTAs/SM: 306 / 153 rows a CTA) and of 4
+    // at the cluster's default CTAs/SM and unroll with 128 columns (186 / 93 rows a CTA): the
+    // 250- and 500-row parts of the 1000-row group run past each CTA's cache.
+    if (c.dt != DType::bf16) {
+      tune(64, 256, 0, 4, 0);
+      tune(32, 256, 2, 8, 2);
+      tune(128, 256, 0, 0, 4);
+    }
     for (const detail::Tuning& t : tunings) {
       Kernel k = jit(p, current_target(), t);
       for (const auto& ends : group_ends)
-        for (int64_t cols : widths) {
+        for (auto [cols, stride] : widths) {
           std::vector<HostTensor> in;
-          in.emplace_back(c.dt, std::vector<int64_t>{1100, cols});
+          in.emplace_back(c.dt, std::vector<int64_t>{1100, cols}, stride ? std::vector<int64_t>{stride, 1} : std::vector<int64_t>{});
           fill_random(in.back(), uint64_t(n + 300), n % 3 == 1);
           in.emplace_back(DType::i32, std::vector<int64_t>{int64_t(ends.size())});
           std::memcpy(in.back().bytes.data(), ends.data(), ends.size() * 4);
-          CHECK(check_against_reference(k, in, fmt::format("vector groups {} {} kind {} {}", dtype_name(c.dt), c.f.str(), c.kind,
-                                                           t.str()),
+          CHECK(check_against_reference(k, in, fmt::format("vector groups {} {} kind {} {} cols {} stride {}", dtype_name(c.dt),
+                                                           c.f.str(), c.kind, t.str(), cols, stride),
                                         {1100, cols}, int64_t(ends.size())) == 0);
           ++n;
         }
