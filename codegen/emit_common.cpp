@@ -14,19 +14,20 @@ namespace {
 // The line that opens prelude.cuh's grouped-layout section (it runs to the end of the file).
 constexpr std::string_view kGroupedSection = "// ==== section: grouped layouts";
 
-// `text` with every line prefixed by `indent`.
-std::string indent_lines(const std::string& text, const std::string& indent) {
+}  // namespace
+
+std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives) {
   std::string r;
   size_t pos = 0;
   while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    r += indent + text.substr(pos, nl - pos + 1);
-    pos = nl + 1;
+    size_t nl = text.find('\n', pos);
+    nl = nl == std::string::npos ? text.size() : nl + 1;
+    if (!skip_directives || (text[pos] != '#' && text[pos] != '\n')) r += indent;
+    r.append(text, pos, nl - pos);
+    pos = nl;
   }
   return r;
 }
-
-}  // namespace
 
 bool has_grouped_layout(const Pipeline& p) {
   for (const Output& o : p.outputs())

@@ -59,6 +59,9 @@ struct Ctx {
 };
 
 
+/// `text` with every line prefixed by `indent`; with `skip_directives`, preprocessor lines
+/// (`#pragma unroll`) and empty lines are left as they are, as the emitters write them.
+std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives = false);
 /// The scalar load function for a stored type ("mx_ld_bf16", ...).
 const char* load_fn(DType t);
 /// The prelude function unpacking one 16-byte word of type t to floats ("mx_unpack_bf16x8", ...).

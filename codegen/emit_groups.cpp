@@ -17,20 +17,6 @@ namespace mxjit::detail {
 
 namespace {
 
-// `code` with every line but preprocessor ones indented by `by` more.
-std::string indented(const std::string& code, const std::string& by) {
-  std::string r;
-  size_t at = 0;
-  while (at < code.size()) {
-    size_t nl = code.find('\n', at);
-    nl = nl == std::string::npos ? code.size() : nl + 1;
-    if (code[at] != '#' && code[at] != '\n') r += by;
-    r.append(code, at, nl - at);
-    at = nl;
-  }
-  return r;
-}
-
 // Stores the scale of group g, column c (scale_from_amax's byte/sval) into every scales output,
 // where `cond` holds.
 void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind) {
@@ -260,7 +246,7 @@ void emit_grouped_vector(Ctx& x) {
   p1 += "    }\n" + amax_of("row_c") + "  }\n";
 
   x.out += "  // Pass 1: column maxima of the group's rows (none for the rows past the last end).\n";
-  x.out += "  mx_u32 m[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};\n  if (g < G) {\n" + indented(p1, "  ") + "  }\n";
+  x.out += "  mx_u32 m[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};\n  if (g < G) {\n" + indent_lines(p1, "  ", true) + "  }\n";
   x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) red[rl * {} + tc * 8 + e] = m[e];\n  __syncthreads();\n", W);
   x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
   x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", RL, W);

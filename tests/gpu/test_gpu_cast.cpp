@@ -36,6 +36,16 @@ int64_t run_case(const Pipeline& p, std::vector<int64_t> shape, uint64_t seed, b
                                  {}, 0, nullptr, out_shift);
 }
 
+// dim0 and dim1 casts of one bf16 matrix from one read: row-wise RCEIL scales and codes, and
+// column-wise scales (rule `rule1`) with column-major codes; both scales in layout `s`.
+Pipeline dim0_dim1(ScaleRule rule1, Layout s) {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s0 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  auto s1 = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, rule1);
+  return pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0, s), output("q1", cast(e4m3, x / s1), layout::col_major()),
+                   output("s1", s1, s)});
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -136,11 +146,7 @@ TEST_CASE("direct kernel, blocked scales 4 bytes at a time: 1..16 lanes per bloc
 
 TEST_CASE("dim0 and dim1 from one read of the input") {
   MXJIT_REQUIRE_GPU();
-  auto x = input("x", DType::bf16, rank(2));
-  auto s0 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
-  auto s1 = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::rceil);
-  Pipeline p = pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4()),
-                         output("q1", cast(e4m3, x / s1), layout::col_major()), output("s1", s1, layout::blocked_128x4())});
+  const Pipeline p = dim0_dim1(ScaleRule::rceil, layout::blocked_128x4());
   for (auto sh : std::vector<std::vector<int64_t>>{{256, 256}, {130, 96}, {64, 520}, {33, 32}})
     CHECK(run_case(p, sh, uint64_t(sh[0]), true) == 0);
   // The columns kernel's other warp shape (8 rows per thread: warps stacked in pairs along the
@@ -168,13 +174,8 @@ TEST_CASE("columns kernel pipelined: persistent CTAs over a cp.async ring of 2 a
   // (1300 x 5200: 451 tiles of 128 x 128) give CTAs several tiles, ring slots and staged-scale
   // buffers in turn; tails (rows, columns, both) zero-fill the copies; outputs 1 byte past
   // alignment take the guarded path inside the loop; 3-D batches decode per tile.
-  auto x = input("x", DType::bf16, rank(2));
-  auto s0 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
-  auto s1 = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::floor);
-  const Pipeline fused_blocked = pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4()),
-                                           output("q1", cast(e4m3, x / s1), layout::col_major()), output("s1", s1, layout::blocked_128x4())});
-  const Pipeline fused_linear = pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0),
-                                          output("q1", cast(e4m3, x / s1), layout::col_major()), output("s1", s1)});
+  const Pipeline fused_blocked = dim0_dim1(ScaleRule::floor, layout::blocked_128x4());
+  const Pipeline fused_linear = dim0_dim1(ScaleRule::floor, layout::linear());
   const Pipeline dim1 = single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4());
   auto x3 = input("x", DType::bf16, rank(3));
   auto s3 = e8m0_scale(amax(blocks(x3, 1, 32)), e5m2, ScaleRule::floor);
