@@ -139,6 +139,35 @@ std::vector<Case> cases(const BenchOptions& o) {
   return c;
 }
 
+// A cast timed against a baseline in one interleaved loop (bench_pair).
+struct Pair {
+  std::string name;                      // "dim0: blocked vs linear"
+  std::function<Pipeline()> make, base;  // the case and its baseline
+  std::vector<int64_t> shape;
+};
+
+// Blocked scales against linear ones (issue: at most 3% more), and a control pair of two casts
+// doing the same work (floor vs rceil) that shows how close identical kernels time.
+std::vector<Pair> pairs(const BenchOptions& o) {
+  std::vector<Pair> v;
+  if (!o.large) return v;
+  for (const std::vector<int64_t>& s : {std::vector<int64_t>{16384, 16384}, {16640, 5120}, {8192, 5120}}) {
+    v.push_back({"pair dim0: blocked vs linear", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::blocked_128x4()); },
+                 [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, s});
+    v.push_back({"pair dim1: blocked vs linear", [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4()); },
+                 [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear()); }, s});
+    v.push_back({"pair dim0+dim1: blocked vs linear", [] { return fused(layout::blocked_128x4()); },
+                 [] { return fused(layout::linear()); }, s});
+    v.push_back({"pair control: floor vs rceil", [] { return cast(1, e4m3, ScaleRule::floor, layout::row_major(), layout::linear()); },
+                 [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, s});
+  }
+  v.push_back({"pair 3-D: blocked vs linear", [] { return expert(layout::blocked_128x4()); }, [] { return expert(layout::linear()); },
+               {16, 8192, 5120}});
+  if (!o.filter.empty())
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const Pair& k) { return k.name.find(o.filter) == std::string::npos; }), v.end());
+  return v;
+}
+
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t e : s) n *= e;
@@ -291,16 +320,17 @@ namespace {
 
 void write_files(const std::string& prefix, const std::vector<BenchRow>& rows, const std::string& gpu) {
   std::ofstream csv(prefix + ".csv");
-  csv << "case,shape,us,GBps,pct_copy,bytes,checked\n";
+  csv << "case,shape,us,GBps,pct_copy,bytes,checked,base_us,vs_base_pct\n";
   for (const BenchRow& r : rows)
-    csv << fmt::format("\"{}\",\"{}\",{:.2f},{:.1f},{:.1f},{:.0f},{}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
-                       r.bytes, r.checked);
+    csv << fmt::format("\"{}\",\"{}\",{:.2f},{:.1f},{:.1f},{:.0f},{},{}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
+                       r.bytes, r.checked, r.base_us > 0 ? fmt::format("{:.2f},{:.2f}", r.base_us, r.vs_base_pct) : ",");
   std::ofstream js(prefix + ".json");
   js << "{\n  \"gpu\": \"" << gpu << "\",\n  \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i)
     js << fmt::format("    {{\"case\": \"{}\", \"shape\": \"{}\", \"us\": {:.2f}, \"GBps\": {:.1f}, \"pct_copy\": {:.1f}, "
-                      "\"checked\": {}}}{}\n",
+                      "\"checked\": {}{}}}{}\n",
                       rows[i].name, rows[i].shape, rows[i].us, rows[i].gbps, rows[i].pct_copy, rows[i].checked,
+                      rows[i].base_us > 0 ? fmt::format(", \"base_us\": {:.2f}, \"vs_base_pct\": {:.2f}", rows[i].base_us, rows[i].vs_base_pct) : "",
                       i + 1 < rows.size() ? "," : "");
   js << "  ]\n}\n";
   // SVG bar chart: % of copy bandwidth per case and shape.
@@ -349,6 +379,46 @@ Timing time_case(const Kernel& k, const Case& c, int repeats) {
   return t;
 }
 
+// Checks both kernels, then launches them alternately (A B, B A, ...: neither always goes
+// first) on their own rotating inputs, each launch timed by events; the medians of each and of
+// the per-round ratio.
+struct PairTiming {
+  Timing a, b;
+  double ratio = 1;
+};
+PairTiming time_pair(const Kernel& ka, const Kernel& kb, const Case& c, int rounds) {
+  GpuInfo info = gpu_info(0);
+  PairTiming t;
+  t.a.checked = check_small(ka, c);
+  t.b.checked = check_small(kb, c);
+  const double in_bytes = double(numel(c.shape)) * 2.0;
+  const int rotations = std::min(64, int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes))));
+  Bound ba = bind_case(ka.pipeline(), c.shape, c.input, rotations), bb = bind_case(kb.pipeline(), c.shape, c.input, rotations);
+  auto once = [](const Kernel& k, Bound& b, int i) {
+    EventTimer ev;
+    ev.record_start();
+    k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+    ev.record_stop();
+    return ev.elapsed_ms();
+  };
+  for (int i = 0; i < 3; ++i) once(ka, ba, i), once(kb, bb, i);
+  std::vector<double> ta, tb, r;
+  for (int i = 0; i < rounds; ++i) {
+    double x, y;
+    if (i % 2 == 0) x = once(ka, ba, i), y = once(kb, bb, i);
+    else y = once(kb, bb, i), x = once(ka, ba, i);
+    ta.push_back(x);
+    tb.push_back(y);
+    r.push_back(y / x);
+  }
+  t.a.us = median(ta) * 1e3;
+  t.b.us = median(tb) * 1e3;
+  t.a.bytes = ba.bytes;
+  t.b.bytes = bb.bytes;
+  t.ratio = median(r);
+  return t;
+}
+
 }  // namespace
 
 Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repeats) {
@@ -379,6 +449,28 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
     r.gbps = r.bytes / (r.us * 1e-6) / 1e9;
     r.pct_copy = 100.0 * r.gbps / copy;
     fmt::print("{:<32} {:>18} {:>10.1f} {:>9.1f} {:>7.1f}% {:>6}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
+               r.checked ? "ok" : "FAIL");
+    rows.push_back(r);
+  }
+  const std::vector<Pair> pv = pairs(o);
+  if (!pv.empty())
+    fmt::print("\ninterleaved pairs ({} rounds): case vs baseline, medians and the median per-round difference\n", std::max(o.repeats, 60));
+  for (const Pair& pr : pv) {
+    const Case c{pr.name, pr.make, pr.shape, Case::Input::row_major,
+                 pr.shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}};
+    const Kernel ka = jit(pr.base(), t), kb = jit(pr.make(), t);
+    const PairTiming tm = time_pair(ka, kb, c, std::max(o.repeats, 60));
+    BenchRow r;
+    r.name = pr.name;
+    r.shape = fmt::format("{}", fmt::join(pr.shape, "x"));
+    r.checked = tm.a.checked && tm.b.checked;
+    r.us = tm.b.us;
+    r.bytes = tm.b.bytes;
+    r.gbps = r.bytes / (r.us * 1e-6) / 1e9;
+    r.pct_copy = 100.0 * r.gbps / copy;
+    r.base_us = tm.a.us;
+    r.vs_base_pct = 100.0 * (tm.ratio - 1.0);
+    fmt::print("{:<36} {:>14} {:>9.1f} vs {:>9.1f} us {:>+7.2f}% {:>6}\n", r.name, r.shape, r.us, r.base_us, r.vs_base_pct,
                r.checked ? "ok" : "FAIL");
     rows.push_back(r);
   }

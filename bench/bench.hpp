@@ -20,12 +20,16 @@ struct BenchOptions {
   bool large = true;           ///< the large shapes (>= 256 MiB inputs)
 };
 
-/// One measured row.
+/// One measured row. Interleaved pairs (a cast against its baseline, launched alternately in
+/// one loop so that clock and memory drift hit both alike) also carry the baseline's median and
+/// the median over rounds of this case's time relative to it.
 struct BenchRow {
   std::string name, shape;
   double us = 0, gbps = 0, pct_copy = 0;
   double bytes = 0;
   bool checked = false;
+  double base_us = 0;    ///< pairs: the baseline's median time (0: not a pair)
+  double vs_base_pct = 0;  ///< pairs: median over rounds of (this / baseline - 1), in percent
 };
 
 /// Median microseconds of `k` on a row-major random input of `shape` (rotating buffers, events),

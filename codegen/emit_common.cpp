@@ -373,6 +373,9 @@ void emit_tile_scales(Ctx& x, int o) {
   if (pl.ax_r < 0) x.out += "    const mx_i64 ext_r = 1;\n";
   else x.out += fmt::format("    const mx_i64 ext_r = P.out_shape[{}][{}];\n", o, pl.ax_r);
   x.out += fmt::format("    const mx_i64 ext_c = P.out_shape[{}][{}];\n", o, pl.ax_c);
+  // A whole tile (checked before the last tiles grow over a blocked layout's padding below).
+  const int64_t full_r = pl.ax_r >= 0 ? pl.tile_r / br : 1, full_c = pl.tile_c / bc;
+  x.out += fmt::format("    const bool whole = nsr == {} && nsc == {};\n    (void)whole;\n", full_r, full_c);
   int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
   if (out.layout.is_blocked()) {
     auto [ra, ca] = blocked_axes(b, pl.rank);
@@ -391,37 +394,70 @@ void emit_tile_scales(Ctx& x, int o) {
   // (linear) or its column axis (blocked: AC scales of an atom row are contiguous).
   const int inner = out.layout.is_blocked() ? col_axis : out.layout.order(pl.rank).back();
   const bool r_fast = pl.ax_r >= 0 && inner == pl.ax_r;
-  x.out += "    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
-  x.out += r_fast ? "      const int ir = k % nsr, ic = k / nsr;\n" : "      const int ir = k / nsc, ic = k % nsc;\n";
-  x.out += "      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
-  x.out += "      const bool real = gr < ext_r && gc < ext_c;\n";
-  x.out += fmt::format("      const int lb = ir * {} + ic;\n", pl.tile_c / bc);
-  // NaN canonical (0x7fc00000) like the host, whatever payload the GPU's arithmetic made.
-  if (f32) x.out += fmt::format("      const float val = s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb];\n", si);
-  else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
   // Scale-tensor index along each axis.
   auto sidx = [&](int a) -> std::string {
     if (a == pl.ax_r) return "gr";
     if (a == pl.ax_c) return "gc";
     return fmt::format("bi{}", a);
   };
-  if (out.layout.is_grouped()) {
-    x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
-  } else if (out.layout.is_blocked()) {
+  // Where scale (gr, gc) goes: an offset from P.out[o] in scale elements.
+  std::string offset, frame;
+  if (out.layout.is_blocked()) {
     std::string bexpr = "0";
     for (int a = 0; a < pl.rank; ++a)
       if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);
     // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
-    x.out += fmt::format("      const unsigned nR = unsigned(P.out_shape[{0}][{1}]), Cp = (unsigned(P.out_shape[{0}][{2}]) + {3} - 1) / {3} * {3};\n",
-                         o, row_axis, col_axis, atom_c);
+    frame = fmt::format("    const unsigned nR = unsigned(P.out_shape[{0}][{1}]), Cp = (unsigned(P.out_shape[{0}][{2}]) + {3} - 1) / {3} * {3};\n"
+                        "    (void)nR;\n", o, row_axis, col_axis, atom_c);
     const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, atom_r, atom_r, atom_r);
-    x.out += fmt::format("      (void)nR;\n      static_cast<mx_u8*>(P.out[{}])[{} + mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)] = val;\n",
-                         o, base, atom_r, atom_c, sidx(row_axis), sidx(col_axis));
+    offset = fmt::format("{} + mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)", base, atom_r, atom_c, sidx(row_axis),
+                         sidx(col_axis));
   } else {
-    std::string off;
-    for (int a = 0; a < pl.rank; ++a) off += fmt::format("{}{} * P.out_stride[{}][{}]", off.empty() ? "" : " + ", sidx(a), o, a);
-    x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, off);
+    for (int a = 0; a < pl.rank; ++a) offset += fmt::format("{}{} * P.out_stride[{}][{}]", offset.empty() ? "" : " + ", sidx(a), o, a);
   }
+  x.out += frame;
+  const int64_t lb_row = pl.tile_c / bc;  // scales per tile row in shared memory
+  // Whole tiles of byte scales: 4 neighbours along the inner axis per thread, one 4-byte store
+  // (their bytes are adjacent: unit stride for linear, one atom row for blocked), and the scale
+  // indices from compile-time extents (shifts, not divisions). Other tiles: one byte per thread.
+  const int64_t full_inner = r_fast ? full_r : full_c;
+  if (!f32 && !out.layout.is_grouped() && full_inner % 4 == 0 && (!out.layout.is_blocked() || atom_c == 4)) {
+    // Whole, and not grown over padding (a tile narrower than the layout's atom could be both).
+    std::string cond = fmt::format("whole && nsr == {} && nsc == {}", full_r, full_c);
+    if (!out.layout.is_blocked()) cond += fmt::format(" && P.out_stride[{}][{}] == 1", o, inner);
+    x.out += fmt::format("    if ({}) {{  // a whole tile: 4 scales per thread\n", cond);
+    // Each output's words start where the previous output's ended (threads rotated), so that
+    // the outputs of a tile are stored by different threads at once.
+    const int64_t words = full_r * full_c / 4, rot = x.scale_words % pl.threads;
+    x.scale_words += int(words);
+    x.out += fmt::format("      for (int k = {}; k < {}; k += {}) {{\n",
+                         rot ? fmt::format("(int(threadIdx.x) + {}) % {}", pl.threads - rot, pl.threads) : "int(threadIdx.x)", words, pl.threads);
+    x.out += r_fast ? fmt::format("        const int ir = k % {0} * 4, ic = k / {0};\n", full_r / 4)
+                    : fmt::format("        const int ir = k / {0}, ic = k % {0} * 4;\n", full_c / 4);
+    x.out += "        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
+    x.out += fmt::format("        const int lb = ir * {} + ic;\n", lb_row);
+    x.out += "        mx_u32 w = 0u;\n";
+    x.out += fmt::format("        for (int e = 0; e < 4; ++e) w |= mx_u32(s{}_info[lb + e * {}] & 0xffu) << (8 * e);\n", si,
+                         r_fast ? lb_row : 1);
+    x.out += fmt::format("        mx_u8* const p = static_cast<mx_u8*>(P.out[{}]) + ({});\n", o, offset);
+    x.out += "        if ((reinterpret_cast<mx_u64>(p) & 3u) == 0) *reinterpret_cast<mx_u32*>(p) = w;\n";
+    x.out += "        else for (int e = 0; e < 4; ++e) p[e] = mx_u8(w >> (8 * e));\n";
+    x.out += "      }\n    } else\n";
+  }
+  x.out += "    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
+  x.out += r_fast ? "      const int ir = k % nsr, ic = k / nsr;\n" : "      const int ir = k / nsc, ic = k % nsc;\n";
+  x.out += "      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
+  x.out += "      const bool real = gr < ext_r && gc < ext_c;\n";
+  x.out += fmt::format("      const int lb = ir * {} + ic;\n", lb_row);
+  // NaN canonical (0x7fc00000) like the host, whatever payload the GPU's arithmetic made.
+  if (f32) x.out += fmt::format("      const float val = s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb];\n", si);
+  else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
+  if (out.layout.is_grouped())
+    x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
+  else if (out.layout.is_blocked())
+    x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[{}] = val;\n", o, offset);
+  else
+    x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, offset);
   x.out += "    }\n  }\n";
 }
 

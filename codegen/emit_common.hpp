@@ -20,6 +20,7 @@ struct Ctx {
   ValueSet v;
   std::string out;
   int vec = 8;  // elements per 16-byte load of the lead input
+  int scale_words = 0;  // 4-byte tile-scale stores handed out so far (emit_tile_scales rotates threads by it)
 
   // C expression of the domain index along `axis` for tile-local row `r` and column `c`.
   bool direct = false;  // direct (register) kernels name indices ix<axis>, the column `c`

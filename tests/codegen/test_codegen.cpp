@@ -46,6 +46,22 @@ std::vector<std::pair<std::string, Pipeline>> variants() {
 
 }  // namespace
 
+// Checks that generated source `src` contains every one of `parts`.
+void check_contains(const std::string& src, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) {
+    CAPTURE(part);
+    CHECK(src.find(part) != std::string::npos);
+  }
+}
+
+// The generated source of variants()'s entry `name` for `t` (default stride class).
+std::string variant_source(const std::string& name, const Target& t) {
+  for (const auto& [n, p] : variants())
+    if (n == name) return generate(p, t, default_stride_class(p)).source;
+  FAIL("no variant " << name);
+  return {};
+}
+
 TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a") {
   auto vs = variants();
   std::vector<StrideClass> classes;
@@ -179,8 +195,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "9dace6610b09a8fe1980868a0954784d");
-  CHECK(b == "4c42eade69782b80af148c261facb84c");
+  CHECK(a == "96a0306fb753cd4917a12d90d8f39cb4");
+  CHECK(b == "8b14df5a1e35fb0e6985e8784c1f807b");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
@@ -326,4 +342,53 @@ TEST_CASE("tiled kernel, 8 rows per thread: whole column chunks get one 8-byte s
   CHECK(src.find("*reinterpret_cast<uint2*>(base + off) = make_uint2(w[0], w[1]);") != std::string::npos);
   t.col_w = 12;
   CHECK_THROWS_WITH_AS(make_plan(d1, sm90, unaligned, t), doctest::Contains("col_w 12 must be 8, 16 or 32"), UsageError);
+}
+
+// The direct kernel's launch: a row of `slots` chunk slots is cut into CTAs of the plan's threads,
+// or of a half or quarter of them when that idles fewer lanes in the row's last CTA.
+TEST_CASE("direct launch: threads per CTA fit the row's slots") {
+  CHECK(direct_threads(640, 256) == 128);   // 5120 bf16 columns, 32-blocks: 5 x 128, not 3 x 256
+  CHECK(direct_threads(2048, 256) == 256);  // 16384 columns: whole CTAs already
+  CHECK(direct_threads(1000, 256) == 256);  // 24 idle lanes at 256, 128 and 64: the largest wins
+  CHECK(direct_threads(260, 256) == 64);    // 252 idle at 256, 124 at 128, 60 at 64
+  CHECK(direct_threads(28, 256) == 64);     // never below 64 threads (nor a quarter of the plan's)
+  CHECK(direct_threads(640, 128) == 128);
+  CHECK(direct_threads(96, 512) == 128);    // a quarter of 512 at most
+  for (int64_t slots = 1; slots < 3000; slots += 7) {
+    const int t = direct_threads(slots, 256);
+    CHECK((t == 256 || t == 128 || t == 64));
+    CHECK((slots + t - 1) / t * t - slots <= (slots + 255) / 256 * 256 - slots);
+  }
+}
+
+// Tiles' staged scales: whole tiles store 4 neighbouring byte scales per thread (one 4-byte
+// store, indices from compile-time extents), the outputs' words on different threads; partial
+// tiles, FP32 scales and grouped layouts keep the one-byte loop.
+TEST_CASE("tile scales: whole tiles store 4-byte words, outputs on rotated threads") {
+  const Target t = Target::parse("sm_90a");
+  check_contains(variant_source("dim0+dim1", t),
+                 {"if (whole && nsr == 128 && nsc == 4 && P.out_stride[1][1] == 1) {  // a whole tile: 4 scales per thread",
+                  "for (int k = (int(threadIdx.x) + 128) % 256; k < 128; k += 256) {",
+                  "} else\n    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {"});
+  // MN-major blocked dim1 scales: 4 block rows of one column are one atom row's 4 bytes.
+  const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4());
+  check_contains(generate(d1, t, default_stride_class(d1)).source,
+                 {"w |= mx_u32(s0_info[lb + e * 256] & 0xffu) << (8 * e);", "mx_blocked_offset32<128, 4>(unsigned(gc), unsigned(gr), Cp)"});
+}
+
+// The columns kernel's fast path computes one scale per lane: a reduce-scatter over the block's
+// lanes (xors 16, 8 for the row-wise scale of dim0+dim1; 2, 1 for its column-wise one; 1 for
+// dim1 at 16 rows per thread), then each row's or column's scale from its owner by one shuffle.
+// The tail path keeps every lane's own reduction.
+TEST_CASE("columns kernel: one scale per lane on the fast path") {
+  const Target t = Target::parse("sm_90a");
+  check_contains(variant_source("dim0+dim1", t),
+                 {"// Scales 0: one per lane (reduce-scatter over the block's lanes, xors 16, 8).",
+                  "// Scales 1: one per lane (reduce-scatter over the block's lanes, xors 2, 1).",
+                  "const int tb0 = ((lane & 16) ? 4 : 0) + ((lane & 8) ? 2 : 0);",
+                  "const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[r % 2], (lane & ~24) | ((r % 8) >= 4 ? 16 : 0) | ((r % 4) >= 2 ? 8 : 0));",
+                  "own1[i] = flag ? flag : mx_bits(mult);",
+                  "// Scales 0: blocks of 32 along axis 1 (4 lanes), row by row."});  // the tail path
+  const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear());
+  check_contains(generate(d1, t, default_stride_class(d1)).source, {"xors 1).", "mx_u32 own0[4];"});
 }

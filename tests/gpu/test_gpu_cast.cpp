@@ -46,6 +46,30 @@ Pipeline dim0_dim1(ScaleRule rule1, Layout s) {
                    output("s1", s1, s)});
 }
 
+// A bf16 matrix of 32 x 32 squares, each one kind of block for both a row-wise and a
+// column-wise 32-block: all +0, +0 and -0 mixed, subnormals only, normal values with one Inf,
+// with one NaN, or plain normal values; then the cast against the reference.
+int64_t run_block_kinds(const Pipeline& p, int64_t rows, int64_t cols, uint64_t seed) {
+  Kernel k = jit(p, current_target());
+  std::vector<HostTensor> in;
+  in.emplace_back(DType::bf16, std::vector<int64_t>{rows, cols});
+  fill_random(in.back(), seed, false);
+  auto* h = reinterpret_cast<uint16_t*>(in.back().bytes.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      uint16_t& v = h[r * cols + c];
+      switch (((r / 32) * 7 + (c / 32) * 3 + int64_t(seed)) % 6) {
+        case 0: v = 0; break;
+        case 1: v = (r + c) % 2 ? 0x8000 : 0; break;
+        case 2: v = uint16_t(((r * cols + c) % 2 ? 0x8000 : 0) | (1 + (r + 3 * c) % 127)); break;
+        case 3: if (r % 32 == 5 && c % 32 == 9) v = 0xff80; break;   // -Inf
+        case 4: if (r % 32 == 17 && c % 32 == 2) v = 0x7fc1; break;  // NaN
+        default: break;
+      }
+    }
+  return check_against_reference(k, in, fmt::format("block kinds [{},{}] seed {}", rows, cols, seed));
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -166,6 +190,70 @@ TEST_CASE("dim0 and dim1 from one read of the input") {
     }
   }
   MESSAGE("dim0+dim1 tuned cases: " << n);
+}
+
+TEST_CASE("whole tiles store their scales 4 bytes at a time; direct launches of 64 and 128 threads") {
+  MXJIT_REQUIRE_GPU();
+  // Tiles staged in shared memory write whole tiles' scales as 4-byte words (outputs on rotated
+  // threads) and partial tiles byte by byte: shapes with both, linear scales whose rows are not
+  // 4-byte multiples (520 columns: 17 blocks per row, so words fall unaligned and take the byte
+  // fallback), outputs 1 byte past alignment, MN-major blocked, 3-D batches, and a tuning whose
+  // tile has 8 rows per thread.
+  int n = 0;
+  const std::vector<std::vector<int64_t>> shapes = {{256, 256}, {640, 520}, {300, 1000}, {129, 384}};
+  for (const Layout& sl : {layout::linear(), layout::blocked_128x4()}) {
+    const Pipeline fused = dim0_dim1(ScaleRule::rceil, sl);
+    const Pipeline dim1 = single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::floor, layout::col_major(), sl);
+    for (const auto& sh : shapes)
+      for (size_t shift : {size_t(0), size_t(1)}) {
+        CHECK(run_case(fused, sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, {}, shift) == 0);
+        CHECK(run_case(dim1, sh, uint64_t(n + 1), n % 2 == 1, {}, DType::bf16, {}, shift) == 0);
+        n += 2;
+      }
+    auto x3 = input("x", DType::bf16, rank(3));
+    auto s3 = e8m0_scale(amax(blocks(x3, 1, 32)), e4m3, ScaleRule::rceil);
+    const Pipeline expert = pipeline({output("q", cast(e4m3, x3 / s3), layout::expert_col_major()), output("s", s3, sl)});
+    CHECK(run_case(expert, {3, 256, 512}, uint64_t(n++), true) == 0);
+    CHECK(run_case(expert, {2, 300, 520}, uint64_t(n++), false, {}, DType::bf16, {}, 1) == 0);
+    detail::Tuning t;
+    t.col_w = 8;
+    CHECK(run_case(fused, {640, 520}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
+    CHECK(run_case(dim1, {640, 520}, uint64_t(n++), true, {}, DType::bf16, t, 1) == 0);
+  }
+  // One scale per lane on the columns kernel's fast path (reduce-scatter, owners' scales fetched
+  // by shuffle): every rule and both NaN policies on adversarial blocks (zero, NaN, Inf, max),
+  // dim1 (2 lanes per block) and dim0+dim1 (4 lanes each way), whole tiles and tails.
+  for (ScaleRule rule : kRules)
+    for (NanPolicy pol : {NanPolicy::nan_block, NanPolicy::satfinite})
+      for (ElemFormat f : {e4m3, e5m2, e2m1}) {
+        CHECK(run_case(single_cast(DType::bf16, 2, 0, f, rule, layout::col_major(), layout::linear(), pol), {512, 256}, uint64_t(n),
+                       true) == 0);
+        ++n;
+      }
+  for (ScaleRule rule : kRules)
+    for (NanPolicy pol : {NanPolicy::nan_block, NanPolicy::satfinite}) {
+      CHECK(run_block_kinds(single_cast(DType::bf16, 2, 0, e4m3, rule, layout::col_major(), layout::linear(), pol), 512, 320,
+                            uint64_t(n)) == 0);
+      CHECK(run_block_kinds(single_cast(DType::bf16, 2, 1, e5m2, rule, layout::row_major(), layout::linear(), pol), 256, 320,
+                            uint64_t(n + 1)) == 0);
+      n += 2;
+    }
+  for (ScaleRule rule : kRules) {
+    CHECK(run_block_kinds(dim0_dim1(rule, layout::linear()), 384, 320, uint64_t(n)) == 0);
+    CHECK(run_block_kinds(dim0_dim1(rule, layout::blocked_128x4()), 256, 256, uint64_t(n + 1)) == 0);
+    CHECK(run_case(dim0_dim1(rule, layout::linear()), {256, 384}, uint64_t(n), true) == 0);
+    CHECK(run_case(dim0_dim1(rule, layout::blocked_128x4()), {384, 256}, uint64_t(n + 1), n % 2 == 0) == 0);
+    n += 2;
+  }
+  // Direct kernels launch 128 threads per CTA on rows of 640 slots (5120 columns) and 64 on rows
+  // of 260 (2080): every chunk slot and blocked padding lane is still covered.
+  for (const Layout& sl : {layout::linear(), layout::blocked_128x4(), layout::blocked_8x4()})
+    for (auto sh : std::vector<std::vector<int64_t>>{{70, 5120}, {9, 2080}, {2, 33, 5120}}) {
+      CHECK(run_case(single_cast(DType::bf16, int(sh.size()), int(sh.size()) - 1, e4m3, ScaleRule::rceil, layout::row_major(), sl),
+                     sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, {}, n % 3 == 2 ? 1 : 0) == 0);
+      ++n;
+    }
+  MESSAGE("tile-scale word and direct-launch cases: " << n);
 }
 
 TEST_CASE("columns kernel pipelined: persistent CTAs over a cp.async ring of 2 and 3 tiles") {
