@@ -146,8 +146,9 @@ struct Pair {
   std::vector<int64_t> shape;
 };
 
-// Blocked scales against linear ones (issue: at most 3% more), and a control pair of two casts
-// doing the same work (floor vs rceil) that shows how close identical kernels time.
+// Blocked scales against linear ones (issue: at most 3% more), and for calibration two casts
+// that differ only in the scale rule (FLOOR runs 2.7% more instructions than RCEIL at 16640 x
+// 5120): what a few percent of instructions cost where a cast is not purely memory-bound.
 std::vector<Pair> pairs(const BenchOptions& o) {
   std::vector<Pair> v;
   if (!o.large) return v;
@@ -158,7 +159,7 @@ std::vector<Pair> pairs(const BenchOptions& o) {
                  [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear()); }, s});
     v.push_back({"pair dim0+dim1: blocked vs linear", [] { return fused(layout::blocked_128x4()); },
                  [] { return fused(layout::linear()); }, s});
-    v.push_back({"pair control: floor vs rceil", [] { return cast(1, e4m3, ScaleRule::floor, layout::row_major(), layout::linear()); },
+    v.push_back({"pair calibration: floor vs rceil", [] { return cast(1, e4m3, ScaleRule::floor, layout::row_major(), layout::linear()); },
                  [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, s});
   }
   v.push_back({"pair 3-D: blocked vs linear", [] { return expert(layout::blocked_128x4()); }, [] { return expert(layout::linear()); },
@@ -393,7 +394,25 @@ PairTiming time_pair(const Kernel& ka, const Kernel& kb, const Case& c, int roun
   t.b.checked = check_small(kb, c);
   const double in_bytes = double(numel(c.shape)) * 2.0;
   const int rotations = std::min(64, int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes))));
-  Bound ba = bind_case(ka.pipeline(), c.shape, c.input, rotations), bb = bind_case(kb.pipeline(), c.shape, c.input, rotations);
+  Bound ba = bind_case(ka.pipeline(), c.shape, c.input, rotations);
+  // B reads A's inputs and writes into A's output buffers where the sizes agree, so that only
+  // what differs between the kernels (e.g. the scales' layout) sits at different addresses.
+  Bound bb;
+  bb.inputs = ba.inputs;
+  bb.bytes = ba.bytes;
+  for (size_t o = 0; o < ba.outputs.size(); ++o) bb.bytes -= double(ba.out_bufs[o].bytes());
+  for (size_t o = 0; o < kb.pipeline().outputs().size(); ++o) {
+    const OutputGeometry g = output_geometry(kb.pipeline(), int(o), c.shape, ba.groups);
+    void* ptr = nullptr;
+    if (o < ba.out_bufs.size() && int64_t(ba.out_bufs[o].bytes()) == g.storage_bytes) {
+      ptr = reinterpret_cast<void*>(ba.out_bufs[o].ptr());
+    } else {
+      bb.out_bufs.push_back(DeviceBuffer::alloc(size_t(g.storage_bytes)));
+      ptr = reinterpret_cast<void*>(bb.out_bufs.back().ptr());
+    }
+    bb.outputs.push_back(TensorView::strided(ptr, kb.pipeline().outputs()[o].dtype, g.view_shape, g.view_strides, DeviceKind::cuda));
+    bb.bytes += double(g.storage_bytes);
+  }
   auto once = [](const Kernel& k, Bound& b, int i) {
     EventTimer ev;
     ev.record_start();

@@ -430,14 +430,4 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   return plan;
 }
 
-int direct_threads(int64_t slots, int max_threads) {
-  int best = max_threads;
-  int64_t best_idle = (slots + max_threads - 1) / max_threads * max_threads - slots;
-  for (int t = max_threads / 2; t >= 64 && t >= max_threads / 4 && t % 32 == 0; t /= 2) {
-    const int64_t idle = (slots + t - 1) / t * t - slots;
-    if (idle < best_idle) best = t, best_idle = idle;
-  }
-  return best;
-}
-
 }  // namespace mxjit::detail

@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-9";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-10";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -108,12 +108,6 @@ struct Plan {
 /// ax_c (`along_c`, the dim0 half of a dim0+dim1 cast): then 8, so that its 32 columns are 4
 /// lanes of one warp row.
 inline int columns_lanes_r(int col_w, bool along_c) { return along_c ? 8 : 128 / col_w; }
-
-/// Threads per CTA for a direct launch over `slots` chunk slots per row: `max_threads` (the
-/// plan's, also the kernel's launch bound), or a half or quarter of it (at least 64) when that
-/// leaves fewer idle lanes in each row's last CTA. 5120 bf16 columns are 640 slots: 3 x 256
-/// threads leave 128 idle (a sixth of the warps load nothing), 5 x 128 none.
-int direct_threads(int64_t slots, int max_threads);
 
 /// True when the direct kernel reads dequantize node `n` a chunk at a time: its blocks run along
 /// ax_c in multiples of 8 (a chunk of 8 elements has one scale), and its codes are unit-stride and

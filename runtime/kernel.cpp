@@ -220,12 +220,11 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   }
   if (plan.kind == detail::Plan::Kind::direct) {
     // x: slots of a row; y, z: groups of `unroll` rows.
-    const int threads = detail::direct_threads(tiles_c, plan.threads);
-    const int64_t gx = (tiles_c + threads - 1) / threads;
+    const int64_t gx = (tiles_c + plan.threads - 1) / plan.threads;
     const int64_t groups = (tiles_r + plan.unroll - 1) / plan.unroll;
     const int64_t gy = std::min<int64_t>(groups, 65535), gz = (groups + gy - 1) / gy;
     if (gx >= (int64_t(1) << 31) || gz > 65535) throw UsageError("launch: the domain is too large for one launch");
-    l->kernel.launch({unsigned(gx), unsigned(gy), unsigned(gz)}, {unsigned(threads), 1, 1},
+    l->kernel.launch({unsigned(gx), unsigned(gy), unsigned(gz)}, {unsigned(plan.threads), 1, 1},
                      unsigned(plan.smem_bytes), stream, args);
     return;
   }

@@ -195,8 +195,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "96a0306fb753cd4917a12d90d8f39cb4");
-  CHECK(b == "8b14df5a1e35fb0e6985e8784c1f807b");
+  CHECK(a == "c9dfa9efabea892a5fd05584f4e89cc9");
+  CHECK(b == "f33a84195f660b6fc984c8b0f786115d");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
@@ -241,9 +241,10 @@ TEST_CASE("the benchmark's casts compile for sm_90a within their register budget
   for (const auto& [name, p] : variants()) {
     CAPTURE(name);
     if (name == "3-D expert") CHECK(spill_bytes(p, default_stride_class(p)) == 0);
-    // Two scales of 8 x 8 values each at 64 registers (4 CTAs per SM): today's ptxas spills 16
-    // bytes (the tail path's); growth is a regression (136 bytes at 16 rows cost 1.4x).
-    if (name == "dim0+dim1") CHECK(spill_bytes(p, default_stride_class(p)) <= 16);
+    // Two scales of 8 x 8 values each at 64 registers (4 CTAs per SM): today's ptxas spills 20
+    // bytes (the tail path's; 16 before the column-fastest tile order, which measured faster);
+    // growth is a regression (136 bytes at 16 rows cost 1.4x).
+    if (name == "dim0+dim1") CHECK(spill_bytes(p, default_stride_class(p)) <= 20);
   }
 }
 
@@ -342,23 +343,6 @@ TEST_CASE("tiled kernel, 8 rows per thread: whole column chunks get one 8-byte s
   CHECK(src.find("*reinterpret_cast<uint2*>(base + off) = make_uint2(w[0], w[1]);") != std::string::npos);
   t.col_w = 12;
   CHECK_THROWS_WITH_AS(make_plan(d1, sm90, unaligned, t), doctest::Contains("col_w 12 must be 8, 16 or 32"), UsageError);
-}
-
-// The direct kernel's launch: a row of `slots` chunk slots is cut into CTAs of the plan's threads,
-// or of a half or quarter of them when that idles fewer lanes in the row's last CTA.
-TEST_CASE("direct launch: threads per CTA fit the row's slots") {
-  CHECK(direct_threads(640, 256) == 128);   // 5120 bf16 columns, 32-blocks: 5 x 128, not 3 x 256
-  CHECK(direct_threads(2048, 256) == 256);  // 16384 columns: whole CTAs already
-  CHECK(direct_threads(1000, 256) == 256);  // 24 idle lanes at 256, 128 and 64: the largest wins
-  CHECK(direct_threads(260, 256) == 64);    // 252 idle at 256, 124 at 128, 60 at 64
-  CHECK(direct_threads(28, 256) == 64);     // never below 64 threads (nor a quarter of the plan's)
-  CHECK(direct_threads(640, 128) == 128);
-  CHECK(direct_threads(96, 512) == 128);    // a quarter of 512 at most
-  for (int64_t slots = 1; slots < 3000; slots += 7) {
-    const int t = direct_threads(slots, 256);
-    CHECK((t == 256 || t == 128 || t == 64));
-    CHECK((slots + t - 1) / t * t - slots <= (slots + 255) / 256 * 256 - slots);
-  }
 }
 
 // Tiles' staged scales: whole tiles store 4 neighbouring byte scales per thread (one 4-byte

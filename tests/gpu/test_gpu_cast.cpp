@@ -192,7 +192,7 @@ TEST_CASE("dim0 and dim1 from one read of the input") {
   MESSAGE("dim0+dim1 tuned cases: " << n);
 }
 
-TEST_CASE("whole tiles store their scales 4 bytes at a time; direct launches of 64 and 128 threads") {
+TEST_CASE("whole tiles store their scales 4 bytes at a time; one scale per lane; direct rows of 640 and 260 slots") {
   MXJIT_REQUIRE_GPU();
   // Tiles staged in shared memory write whole tiles' scales as 4-byte words (outputs on rotated
   // threads) and partial tiles byte by byte: shapes with both, linear scales whose rows are not
@@ -245,15 +245,15 @@ TEST_CASE("whole tiles store their scales 4 bytes at a time; direct launches of 
     CHECK(run_case(dim0_dim1(rule, layout::blocked_128x4()), {384, 256}, uint64_t(n + 1), n % 2 == 0) == 0);
     n += 2;
   }
-  // Direct kernels launch 128 threads per CTA on rows of 640 slots (5120 columns) and 64 on rows
-  // of 260 (2080): every chunk slot and blocked padding lane is still covered.
+  // Direct kernels on rows of 640 slots (5120 columns) and 260 (2080), whose last CTA of 256
+  // threads is half or nearly all padding lanes: every chunk slot and blocked padding byte.
   for (const Layout& sl : {layout::linear(), layout::blocked_128x4(), layout::blocked_8x4()})
     for (auto sh : std::vector<std::vector<int64_t>>{{70, 5120}, {9, 2080}, {2, 33, 5120}}) {
       CHECK(run_case(single_cast(DType::bf16, int(sh.size()), int(sh.size()) - 1, e4m3, ScaleRule::rceil, layout::row_major(), sl),
                      sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, {}, n % 3 == 2 ? 1 : 0) == 0);
       ++n;
     }
-  MESSAGE("tile-scale word and direct-launch cases: " << n);
+  MESSAGE("tile-scale word, scale-per-lane and direct-row cases: " << n);
 }
 
 TEST_CASE("columns kernel pipelined: persistent CTAs over a cp.async ring of 2 and 3 tiles") {
