@@ -27,7 +27,7 @@ std::vector<int> row_axes(const Plan& pl) {
 
 // Rows between a thread's chunks: 1, or 32 with 128-row blocked scales and 4 chunks. Then a
 // thread's rows r, r+32, r+64, r+96 fill the 4 row slots of one 16-byte line of a 128x4 atom,
-// and the 4 lanes gathering them (emit_blocked_words) store its 16 bytes together:
+// which the first lane of 4 blocks stores whole (emit_blocked_line):
 //
 //   grid row group g -> rows 128*(g/32) + g%32 + {0, 32, 64, 96}
 //   atom line (r%32): [ r: c0..c3 | r+32: c0..c3 | r+64: c0..c3 | r+96: c0..c3 ]  (16 bytes)
@@ -175,6 +175,33 @@ void emit_scale_store(Ctx& x, int o, int s) {
   x.out += fmt::format("      sp[{}] = {};\n    }}\n", scale_offset(x, o, "C"), val);
 }
 
+// Blocked scales a 16-byte atom line at a time (4 rows per thread, 32 apart: rows r, r+32, r+64,
+// r+96 of one 128x4 atom line). The first lane of every 4 blocks takes the other 3 blocks' words
+// (3 shuffles) and transposes the 4 x 4 bytes with byte permutes:
+//
+//   held:   A = sb(block 0) = [A0 A1 A2 A3]   (byte u: row r + 32u)   B, C, D: blocks 1-3
+//   line:   [A0 B0 C0 D0 | A1 B1 C1 D1 | A2 B2 C2 D2 | A3 B3 C3 D3]   -> one 16-byte store
+void emit_blocked_line(Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  const int G = pl.group;
+  x.out += fmt::format("  {{  // blocked scales '{}': one 16-byte atom line (4 blocks x 4 rows) per 4 blocks\n", out.name);
+  x.out += "    const unsigned lane = threadIdx.x & 31u;\n";
+  x.out += blocked_frame(x, o, "0", "    ");
+  x.out += fmt::format("    const mx_u32 a = sb{0}[0], b = __shfl_down_sync(0xffffffffu, a, {1}), c = __shfl_down_sync(0xffffffffu, a, {2}),\n"
+                       "                 d = __shfl_down_sync(0xffffffffu, a, {3});\n", o, G, 2 * G, 3 * G);
+  x.out += fmt::format("    if (row0 < rows && slot < pslots && lane % {}u == 0) {{\n", 4 * G);
+  x.out += "      const mx_u32 ab0 = __byte_perm(a, b, 0x5140), ab1 = __byte_perm(a, b, 0x7362);\n";
+  x.out += "      const mx_u32 cd0 = __byte_perm(c, d, 0x5140), cd1 = __byte_perm(c, d, 0x7362);\n";
+  x.out += "      const mx_v16 line{__byte_perm(ab0, cd0, 0x5410), __byte_perm(ab0, cd0, 0x7632), __byte_perm(ab1, cd1, 0x5410),\n"
+           "                        __byte_perm(ab1, cd1, 0x7632)};\n";
+  x.out += fmt::format("      mx_u8* const p = static_cast<mx_u8*>(P.out[{}]) + base + mx_blocked_offset32<128, 4>(unsigned(ix{}_[0]), slot / {}u, Cp);\n",
+                       o, row_axes(pl).back(), G);
+  x.out += "      if (mx_aligned16(p)) mx_st16(p, line);\n";
+  x.out += "      else for (int b_ = 0; b_ < 16; ++b_) p[b_] = mx_u8((b_ < 4 ? line.x : b_ < 8 ? line.y : b_ < 12 ? line.z : line.w) >> (8 * (b_ % 4)));\n";
+  x.out += "    }\n  }\n";
+}
+
 // Blocked scales 4 bytes at a time. The G lanes of a block hold the same U scales (one per row);
 // 4 neighbouring blocks (4G lanes) fill one atom row's 4 bytes per matrix row. Lane j of the first
 // block gathers row j's 4 bytes from the 4 blocks' lane j (which offers its row j) and stores them:
@@ -188,6 +215,7 @@ void emit_blocked_words(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
   const int G = pl.group, U = pl.unroll, ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  if (U == 4 && ar == 128 && row_step(pl) == 32) return emit_blocked_line(x, o);
   x.out += fmt::format("  {{  // blocked scales '{}': one 4-byte word (4 block columns of one row) per lane and round\n", out.name);
   x.out += fmt::format("    const unsigned lane = threadIdx.x & 31u, j = lane % {}u;\n", G);
   x.out += blocked_frame(x, o, "0", "    ");
