@@ -357,75 +357,79 @@ void write_files(const std::string& prefix, const std::vector<BenchRow>& rows, c
 
 namespace {
 
+// Input copies to rotate over: together more than 3x L2 (2 at least, 64 at most).
+int rotations_for(const Case& c) {
+  const double in_bytes = double(numel(c.shape)) * 2.0;
+  return std::min(64, int(std::max(2.0, std::ceil(3.0 * double(gpu_info(0).l2_bytes) / in_bytes))));
+}
+
+// One launch of `k` on rotation i of `b`'s inputs, timed by CUDA events (ms).
+double timed_launch(const Kernel& k, const Bound& b, int i) {
+  EventTimer ev;
+  ev.record_start();
+  k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+  ev.record_stop();
+  return ev.elapsed_ms();
+}
+
 // Checks `c`'s kernel on its small shape, then times it: rotating inputs over 3x L2, 3 warm-ups,
 // CUDA events around each launch, the median of `repeats`.
 Timing time_case(const Kernel& k, const Case& c, int repeats) {
-  GpuInfo info = gpu_info(0);
   Timing t;
   t.checked = check_small(k, c);
-  const double in_bytes = double(numel(c.shape)) * 2.0;
-  const int rotations = int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes)));
-  Bound b = bind_case(k.pipeline(), c.shape, c.input, std::min(rotations, 64));
-  for (int i = 0; i < 3; ++i) k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+  Bound b = bind_case(k.pipeline(), c.shape, c.input, rotations_for(c));
+  for (int i = 0; i < 3; ++i) timed_launch(k, b, i);
   std::vector<double> t_ms;
-  for (int i = 0; i < repeats; ++i) {
-    EventTimer ev;
-    ev.record_start();
-    k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
-    ev.record_stop();
-    t_ms.push_back(ev.elapsed_ms());
-  }
+  for (int i = 0; i < repeats; ++i) t_ms.push_back(timed_launch(k, b, i));
   t.us = median(t_ms) * 1e3;
   t.bytes = b.bytes;
   return t;
 }
 
-// Checks both kernels, then launches them alternately (A B, B A, ...: neither always goes
-// first) on their own rotating inputs, each launch timed by events; the medians of each and of
-// the per-round ratio.
+// Two kernels' medians and the median over rounds of b's time / a's.
 struct PairTiming {
   Timing a, b;
   double ratio = 1;
 };
+
+// A binding of pipeline p that reads `a`'s inputs and writes into `a`'s output buffers where the
+// sizes agree (its own buffers elsewhere), so that only what differs between two kernels (e.g.
+// the scales' layout) sits at different addresses.
+Bound bind_sharing(const Pipeline& p, const std::vector<int64_t>& shape, const Bound& a) {
+  Bound b;
+  b.inputs = a.inputs;
+  b.bytes = a.bytes;
+  for (const DeviceBuffer& buf : a.out_bufs) b.bytes -= double(buf.bytes());
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    const OutputGeometry g = output_geometry(p, int(o), shape, a.groups);
+    void* ptr = nullptr;
+    if (o < a.out_bufs.size() && int64_t(a.out_bufs[o].bytes()) == g.storage_bytes) {
+      ptr = reinterpret_cast<void*>(a.out_bufs[o].ptr());
+    } else {
+      b.out_bufs.push_back(DeviceBuffer::alloc(size_t(g.storage_bytes)));
+      ptr = reinterpret_cast<void*>(b.out_bufs.back().ptr());
+    }
+    b.outputs.push_back(TensorView::strided(ptr, p.outputs()[o].dtype, g.view_shape, g.view_strides, DeviceKind::cuda));
+    b.bytes += double(g.storage_bytes);
+  }
+  return b;
+}
+
+// Checks both kernels, then launches them alternately (A B, B A, ...: neither always goes
+// first), B on A's inputs and, where sizes agree, A's output buffers (bind_sharing), each launch
+// timed by events.
 PairTiming time_pair(const Kernel& ka, const Kernel& kb, const Case& c, int rounds) {
-  GpuInfo info = gpu_info(0);
   PairTiming t;
   t.a.checked = check_small(ka, c);
   t.b.checked = check_small(kb, c);
-  const double in_bytes = double(numel(c.shape)) * 2.0;
-  const int rotations = std::min(64, int(std::max(2.0, std::ceil(3.0 * double(info.l2_bytes) / in_bytes))));
-  Bound ba = bind_case(ka.pipeline(), c.shape, c.input, rotations);
-  // B reads A's inputs and writes into A's output buffers where the sizes agree, so that only
-  // what differs between the kernels (e.g. the scales' layout) sits at different addresses.
-  Bound bb;
-  bb.inputs = ba.inputs;
-  bb.bytes = ba.bytes;
-  for (size_t o = 0; o < ba.outputs.size(); ++o) bb.bytes -= double(ba.out_bufs[o].bytes());
-  for (size_t o = 0; o < kb.pipeline().outputs().size(); ++o) {
-    const OutputGeometry g = output_geometry(kb.pipeline(), int(o), c.shape, ba.groups);
-    void* ptr = nullptr;
-    if (o < ba.out_bufs.size() && int64_t(ba.out_bufs[o].bytes()) == g.storage_bytes) {
-      ptr = reinterpret_cast<void*>(ba.out_bufs[o].ptr());
-    } else {
-      bb.out_bufs.push_back(DeviceBuffer::alloc(size_t(g.storage_bytes)));
-      ptr = reinterpret_cast<void*>(bb.out_bufs.back().ptr());
-    }
-    bb.outputs.push_back(TensorView::strided(ptr, kb.pipeline().outputs()[o].dtype, g.view_shape, g.view_strides, DeviceKind::cuda));
-    bb.bytes += double(g.storage_bytes);
-  }
-  auto once = [](const Kernel& k, Bound& b, int i) {
-    EventTimer ev;
-    ev.record_start();
-    k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
-    ev.record_stop();
-    return ev.elapsed_ms();
-  };
-  for (int i = 0; i < 3; ++i) once(ka, ba, i), once(kb, bb, i);
+  const Bound ba = bind_case(ka.pipeline(), c.shape, c.input, rotations_for(c));
+  const Bound bb = bind_sharing(kb.pipeline(), c.shape, ba);
+  for (int i = 0; i < 3; ++i) timed_launch(ka, ba, i), timed_launch(kb, bb, i);
   std::vector<double> ta, tb, r;
   for (int i = 0; i < rounds; ++i) {
     double x, y;
-    if (i % 2 == 0) x = once(ka, ba, i), y = once(kb, bb, i);
-    else y = once(kb, bb, i), x = once(ka, ba, i);
+    if (i % 2 == 0) x = timed_launch(ka, ba, i), y = timed_launch(kb, bb, i);
+    else y = timed_launch(kb, bb, i), x = timed_launch(ka, ba, i);
     ta.push_back(x);
     tb.push_back(y);
     r.push_back(y / x);
@@ -446,6 +450,18 @@ Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repea
                    repeats);
 }
 
+namespace {
+
+// A row's time, bytes, GB/s and percentage of the copy bandwidth from a timing.
+void set_rates(BenchRow& r, const Timing& t, double copy) {
+  r.us = t.us;
+  r.bytes = t.bytes;
+  r.gbps = r.bytes / (r.us * 1e-6) / 1e9;
+  r.pct_copy = 100.0 * r.gbps / copy;
+}
+
+}  // namespace
+
 std::vector<BenchRow> run_bench(const BenchOptions& o) {
   GpuInfo info = gpu_info(0);
   make_current(0);
@@ -463,10 +479,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
     r.shape = fmt::format("{}", fmt::join(c.shape, "x"));
     Timing tm = time_case(k, c, o.repeats);
     r.checked = tm.checked;
-    r.us = tm.us;
-    r.bytes = tm.bytes;
-    r.gbps = r.bytes / (r.us * 1e-6) / 1e9;
-    r.pct_copy = 100.0 * r.gbps / copy;
+    set_rates(r, tm, copy);
     fmt::print("{:<32} {:>18} {:>10.1f} {:>9.1f} {:>7.1f}% {:>6}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
                r.checked ? "ok" : "FAIL");
     rows.push_back(r);
@@ -483,10 +496,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
     r.name = pr.name;
     r.shape = fmt::format("{}", fmt::join(pr.shape, "x"));
     r.checked = tm.a.checked && tm.b.checked;
-    r.us = tm.b.us;
-    r.bytes = tm.b.bytes;
-    r.gbps = r.bytes / (r.us * 1e-6) / 1e9;
-    r.pct_copy = 100.0 * r.gbps / copy;
+    set_rates(r, tm.b, copy);
     r.base_us = tm.a.us;
     r.vs_base_pct = 100.0 * (tm.ratio - 1.0);
     fmt::print("{:<36} {:>14} {:>9.1f} vs {:>9.1f} us {:>+7.2f}% {:>6}\n", r.name, r.shape, r.us, r.base_us, r.vs_base_pct,

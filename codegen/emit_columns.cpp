@@ -48,6 +48,13 @@ namespace {
 
 constexpr int kCols = 8;  // columns per thread (16 bytes of a 2-byte input); rows per thread: plan.col_w
 
+// True when a scale's blocks run along ax_c (the dim0 half of a dim0+dim1 cast).
+bool row_scale(const Ctx& x) {
+  for (const NodePtr& sn : x.v.scales)
+    if (block_of(sn).axes[0] == x.plan.ax_c) return true;
+  return false;
+}
+
 // True when scale s has a scales output (of FP32 scales with `f32`): its values go through
 // shared memory (s<s>_info: E8M0/E4M3 bytes; s<s>_val: FP32 scales).
 bool scale_staged(const Ctx& x, int s, bool f32 = false) {
@@ -398,9 +405,7 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
 std::string tile_coords(const Ctx& x, const std::string& t, const std::string& ind) {
   const Plan& pl = x.plan;
   std::string o = fmt::format("{}unsigned t_ = {};\n", ind, t);
-  bool along_c = false;
-  for (const NodePtr& sn : x.v.scales) along_c = along_c || block_of(sn).axes[0] == pl.ax_c;
-  if (along_c) {
+  if (row_scale(x)) {
     // Column tiles run fastest: a row-wise scale gives each tile 4 bytes of every row of linear
     // scales, so the 8 tiles sharing a 32-byte sector are neighbours in launch order (measured on
     // an H200, dim0+dim1 linear: 338 -> 334 us at 16384^2, 115 -> 111 us at 16640x5120).
@@ -445,8 +450,7 @@ void emit_prefetch(Ctx& x, const std::string& t, const std::string& slot, const 
 
 void emit_columns_kernel(Ctx& x) {
   const Plan& pl = x.plan;
-  bool along_c = false;
-  for (const NodePtr& sn : x.v.scales) along_c = along_c || block_of(sn).axes[0] == pl.ax_c;
+  const bool along_c = row_scale(x);
   const int kRows = pl.col_w, lanes_r = columns_lanes_r(kRows, along_c), warps_r = pl.tile_r / (lanes_r * kRows);
   const bool pipe = pl.stages > 1;
   const int S = pl.stages;
