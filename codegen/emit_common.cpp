@@ -323,6 +323,28 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
   x.out += ind + "}\n";
 }
 
+// The tensor input whose words the block amax of scale s can read two elements at a time (its
+// root is that bare bf16/f16 input), or -1.
+int packed_amax_input(const Ctx& x, int s) {
+  const NodePtr& rn = x.v.roots[size_t(x.v.scale_root[size_t(s)])];
+  if (rn->op != Op::input) return -1;
+  const int k = x.p.input_index(rn->name);
+  const DType dt = x.p.inputs()[size_t(k)].dtype;
+  return dt == DType::bf16 || dt == DType::f16 ? k : -1;
+}
+
+// C expression: the FP32 bits of the larger (`half` < 0: of both) 16-bit lane of packed |x| word
+// `pw` of input k.
+std::string widen_half(const Ctx& x, int k, const std::string& pw, int half) {
+  const bool bf16 = x.p.inputs()[size_t(k)].dtype == DType::bf16;
+  auto lane = [&](int h) {
+    if (bf16) return h ? fmt::format("({} & 0xffff0000u)", pw) : fmt::format("({} << 16)", pw);
+    return fmt::format("mx_bits(mx_f16_to_f32(mx_u16({})))", h ? fmt::format("{} >> 16", pw) : fmt::format("{} & 0xffffu", pw));
+  };
+  if (half >= 0) return lane(half);
+  return fmt::format("mx_umax({}, {})", lane(0), lane(1));
+}
+
 void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
                       const std::string& ind, bool full_aligned) {
   const bool fp4 = q->elem.packed();

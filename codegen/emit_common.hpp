@@ -130,6 +130,12 @@ int nan_code(const ElemFormat& f);
 /// (0xff.. where codes stand) and `fill<s>[w]` (the zero or NaN codes of flagged elements).
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
                        const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false);
+/// The tensor input whose words the block amax of scale s can read two elements at a time
+/// (max.NaN.bf16x2 / f16x2 on |x| words: the scale's root is that bare bf16/f16 input), or -1.
+int packed_amax_input(const Ctx& x, int s);
+/// C expression: the FP32 bits of 16-bit lane `half` (0 low, 1 high; < 0: the larger of both) of
+/// the packed |x| word `pw` of input k.
+std::string widen_half(const Ctx& x, int k, const std::string& pw, int half);
 /// Stores wd[] (from emit_packed_codes, n codes) at byte pointer `ob`: one vector store when
 /// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds. With
 /// `full_aligned`, the caller's `full` already implies an aligned `ob` (no per-store check).

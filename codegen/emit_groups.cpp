@@ -133,6 +133,9 @@ void emit_grouped_vector(Ctx& x) {
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   const bool f32 = dt == DType::f32;
   const int W = pl.tile_c, TC = W / 8, RL = pl.threads / TC, U = pl.unroll, NW = f32 ? 8 : 4, CR = pl.tile_r;
+  const int TCW = TC * NW / 4;  // 16-byte chunks per cached row
+  // Cached rows per loop step: 4, or 2 within 64 registers (more CTAs per SM), where 4 spill f16.
+  const int CU = pl.min_blocks <= 2 ? 4 : 2;
   const std::string ix = fmt::format("ix{}", ar);
   const int K = pl.cluster;
   const std::string cdims = K > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", K) : "";
@@ -195,28 +198,61 @@ void emit_grouped_vector(Ctx& x) {
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
   std::string eval;
   const std::string v = em.emit(x.v.roots[0], eval, "        ");
-  auto unpack = [&](const std::string& end) {
-    std::string l = fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= {}) continue;\n", ix, RL, ix, end);
-    l += fmt::format("      float x{}[8];\n", k);
-    if (f32) l += fmt::format("#pragma unroll\n      for (int e = 0; e < 8; ++e) x{}[e] = mx_float(w[u][e]);\n", k);
-    else l += fmt::format("      {}(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", unpack_fn(dt), k);
-    l += fmt::format("      float val[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) {{\n        const mx_i64 c = c0 + e;\n        (void)c;\n{}        val[e] = {};\n      }}\n",
-                     eval, v);
+  // U rows of 8 columns into w[u][] from the stepped pointer p (row r; row u at p + u * step),
+  // the thread's columns all inside (cols_full); rows from row_e on read as zeros.
+  auto loads_fast = [&](const std::string& in) {
+    std::string l = fmt::format("{0}mx_u32 w[{1}][{2}];\n#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n", in, U, NW);
+    l += fmt::format("{}  if (r + u * {} < row_e) {{\n", in, RL);
+    for (int h = 0; h < NW / 4; ++h)
+      l += fmt::format("{0}    {{ const mx_v16 v = mx_ld16(p + u * step + {1}); w[u][{2}] = v.x; w[u][{3}] = v.y; w[u][{4}] = v.z; w[u][{5}] = v.w; }}\n",
+                       in, 4 * h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+    l += fmt::format("{0}  }} else {{\n#pragma unroll\n{0}    for (int e = 0; e < {1}; ++e) w[u][e] = 0u;\n{0}  }}\n{0}}}\n", in, NW);
     return l;
   };
-  // Folds the values of the U rows in w[][] (rows from `end` on skipped) into the maxima m[8].
+  // Row u's values (words w[u][], u in scope) at indent `in`.
+  auto row_values = [&](const std::string& in) {
+    std::string l = fmt::format("{}float x{}[8];\n", in, k);
+    if (f32) l += fmt::format("#pragma unroll\n{}for (int e = 0; e < 8; ++e) x{}[e] = mx_float(w[u][e]);\n", in, k);
+    else l += fmt::format("{}{}(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", in, unpack_fn(dt), k);
+    // eval is indented for `in` = 6 spaces.
+    const std::string ev = in.size() == 6 ? eval : indent_lines(eval, std::string(in.size() - 6, ' '), true);
+    l += fmt::format("{0}float val[8];\n#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{0}  const mx_i64 c = c0 + e;\n{0}  (void)c;\n{1}{0}  val[e] = {2};\n{0}}}\n",
+                     in, ev, v);
+    return l;
+  };
+  auto unpack = [&](const std::string& end) {
+    return fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= {}) continue;\n", ix, RL, ix, end) + row_values("      ");
+  };
+  // Row words w[0][] from the cache chunks at mx_v16 pointer `ptr`.
+  auto cache_words = [&](const std::string& ptr, const std::string& in) {
+    std::string l;
+    for (int h = 0; h < NW / 4; ++h)
+      l += fmt::format("{0}{{ const mx_v16 v = {1}[{2}]; w[0][{3}] = v.x; w[0][{4}] = v.y; w[0][{5}] = v.z; w[0][{6}] = v.w; }}\n", in, ptr, h,
+                       4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+    return l;
+  };
+  // A bare bf16/f16 input: the column maxima two at a time from the words, pm[j] for columns
+  // 2j, 2j+1 (|x| words; NaN-propagating), widened into m[8] after pass 1. The subnormal flush,
+  // if any, then applies to the maxima (flushing is monotone: the same result).
+  const int pk = packed_amax_input(x, 0);
+  const char* pmax = dt == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
+  // Folds the values of the U rows in w[][] (rows from `end` on skipped) into the maxima m[8]
+  // (pm[4] where packed).
   auto amax_of = [&](const std::string& end) {
-    std::string l = fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack(end);
+    std::string l = fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U);
+    if (pk >= 0)
+      return l + fmt::format("      if (r + u * {} >= {}) continue;\n#pragma unroll\n      for (int j = 0; j < 4; ++j) pm[j] = {}(pm[j], w[u][j] & 0x7fff7fffu);\n    }}\n",
+                             RL, end, pmax);
+    l += unpack(end);
     l += "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
     if (x.v.scale_flush[0]) l += "        if (a < 0x00800000u) a = 0u;\n";
     return l + "        m[e] = a > m[e] ? a : m[e];\n      }\n    }\n";
   };
-  const std::string loop = fmt::format("  for (mx_i64 r = row_s + rl; r < row_e; r += {}) {{\n", RL * U);
 
   // Pass 1, inside `if (g < G)` (so indented once more): (a) this thread's cached rows straight
   // into its cache chunks, (b) the other rows through registers while those copies are in flight,
   // (c) the cached rows' maxima read back from the chunks (a thread's own copies: no barrier).
-  std::string p1 = fmt::format("  const mx_i64 row_c = row_e - row_s < {0} ? row_e : row_s + {0};  // cached rows: row_s .. row_c-1\n", CR);
+  std::string p1;
   const int esize = f32 ? 4 : 2, epc = 16 / esize;  // bytes per element, elements per 16-byte chunk
   p1 += "  // (a) Every cached row of this thread in flight at once, without registers: 16-byte\n"
         "  // cp.async copies into the cache slots pass 2 reads. Columns past n_c are zero-filled (the\n"
@@ -226,27 +262,48 @@ void emit_grouped_vector(Ctx& x) {
     p1 += fmt::format("  const unsigned nb{} = nc >= {} ? 16u : nc > {} ? unsigned({}) * {}u : 0u;  // bytes of chunk {} (columns c0+{}..c0+{})\n", h,
                       (h + 1) * epc, h * epc, h ? fmt::format("nc - {}", h * epc) : "nc", esize, h, h * epc, (h + 1) * epc - 1);
   p1 += fmt::format("  const {0}* const base = static_cast<const {0}*>(P.in[{1}]);\n", et, k);
-  p1 += fmt::format("  for (mx_i64 {0} = row_s + rl; {0} < row_c; {0} += {1}) {{\n", ix, RL);
-  p1 += fmt::format("    const {}* const p = src + {} * in_sr;\n", et, ix);
-  for (int h = 0; h < NW / 4; ++h)
-    p1 += fmt::format("    mx_cp_async16(cache + ({} - row_s) * {} + tc * {} + {}, nb{} ? p + {} : base, nb{});\n", ix, TC * NW / 4, NW / 4,
-                      h, h, 4 * h, h);
-  p1 += "  }\n  mx_cp_async_commit();\n";
+  // This row lane's cached rows, i < n_cached (an int count; pointers stepped, no 64-bit index
+  // products per row).
+  p1 += fmt::format("  {{\n    const {}* p = src + (row_s + rl) * in_sr;\n    mx_v16* d = cache + rl * {} + tc * {};\n", et, TCW, NW / 4);
+  p1 += fmt::format("    for (int i = 0; i < n_cached; ++i, p += {} * in_sr, d += {}) {{\n", RL, RL * TCW);
+  for (int h = 0; h < NW / 4; ++h) p1 += fmt::format("      mx_cp_async16(d + {}, nb{} ? p + {} : base, nb{});\n", h, h, 4 * h, h);
+  p1 += "    }\n  }\n  mx_cp_async_commit();\n";
   p1 += fmt::format("  // (b) The rows past the cache (from this row lane's first at or after row_s + {}) through\n"
                     "  // registers, {} per thread in flight while the copies land.\n", CR, U);
-  p1 += fmt::format("  for (mx_i64 r = row_s + rl + ({} - rl) / {} * {}; r < row_e; r += {}) {{\n", CR + RL - 1, RL, RL, RL * U);
-  p1 += loads(false) + amax_of("row_e") + "  }\n";
+  p1 += fmt::format("  const mx_i64 r1 = row_s + rl + ({} - rl) / {} * {};\n", CR + RL - 1, RL, RL);
+  p1 += fmt::format("  if (cols_full) {{\n    const {}* p = src + r1 * in_sr;\n    const mx_i64 step = {} * in_sr;\n", et, RL);
+  p1 += fmt::format("    for (mx_i64 r = r1; r < row_e; r += {}, p += {} * step) {{\n", RL * U, U);
+  p1 += indent_lines(loads_fast("    ") + amax_of("row_e"), "  ", true) + "    }\n  } else {\n";
+  p1 += fmt::format("    for (mx_i64 r = r1; r < row_e; r += {}) {{\n", RL * U);
+  p1 += indent_lines(loads(false) + amax_of("row_e"), "  ", true) + "    }\n  }\n";
   p1 += "  // (c) The cached rows, once this thread's copies have landed.\n  mx_cp_async_wait<0>();\n";
-  p1 += fmt::format("  for (mx_i64 r = row_s + rl; r < row_c; r += {}) {{\n", RL * U);
-  p1 += fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U, NW, U);
-  p1 += fmt::format("      const mx_i64 {} = r + u * {};\n      if ({} >= row_c) continue;\n", ix, RL, ix);
-  for (int h = 0; h < NW / 4; ++h)
-    p1 += fmt::format("      {{ const mx_v16 v = cache[({} - row_s) * {} + tc * {} + {}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
-                      ix, TC * NW / 4, NW / 4, h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
-  p1 += "    }\n" + amax_of("row_c") + "  }\n";
+  p1 += fmt::format("  {{\n    const mx_v16* d = cache + rl * {} + tc * {};\n#pragma unroll {}\n", TCW, NW / 4, CU);
+  p1 += fmt::format("    for (int i = 0; i < n_cached; ++i, d += {}) {{\n", RL * TCW);
+  p1 += fmt::format("      mx_u32 w[1][{}];\n", NW) + cache_words("d", "      ");
+  if (pk >= 0) {
+    p1 += fmt::format("#pragma unroll\n      for (int j = 0; j < 4; ++j) pm[j] = {}(pm[j], w[0][j] & 0x7fff7fffu);\n", pmax);
+  } else {
+    p1 += fmt::format("      const int u = 0;\n      const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n      (void){};\n", ix, RL, ix);
+    p1 += row_values("      ");
+    p1 += "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
+    if (x.v.scale_flush[0]) p1 += "        if (a < 0x00800000u) a = 0u;\n";
+    p1 += "        m[e] = a > m[e] ? a : m[e];\n      }\n";
+  }
+  p1 += "    }\n  }\n";
 
   x.out += "  // Pass 1: column maxima of the group's rows (none for the rows past the last end).\n";
-  x.out += "  mx_u32 m[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};\n  if (g < G) {\n" + indent_lines(p1, "  ", true) + "  }\n";
+  x.out += fmt::format("  const mx_i64 row_c = row_e - row_s < {0} ? row_e : row_s + {0};  // cached rows: row_s .. row_c-1\n", CR);
+  x.out += fmt::format("  const int n_cached = int((row_c - row_s - rl + {}) / {});  // of them this row lane's: row_s + rl + i * {}\n", RL - 1, RL, RL);
+  x.out += "  mx_u32 m[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};\n";
+  if (pk >= 0) x.out += "  mx_u32 pm[4] = {0u, 0u, 0u, 0u};  // |x| maxima of column pairs (2j, 2j+1)\n";
+  x.out += "  if (g < G) {\n" + indent_lines(p1, "  ", true) + "  }\n";
+  if (pk >= 0) {
+    x.out += "#pragma unroll\n  for (int j = 0; j < 4; ++j) {\n";
+    x.out += fmt::format("    m[2 * j] = {};\n    m[2 * j + 1] = {};\n", widen_half(x, pk, "pm[j]", 0), widen_half(x, pk, "pm[j]", 1));
+    if (x.v.scale_flush[0])
+      x.out += "    m[2 * j] = m[2 * j] < 0x00800000u ? 0u : m[2 * j];\n    m[2 * j + 1] = m[2 * j + 1] < 0x00800000u ? 0u : m[2 * j + 1];\n";
+    x.out += "  }\n";
+  }
   x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) red[rl * {} + tc * 8 + e] = m[e];\n  __syncthreads();\n", W);
   x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
   x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", RL, W);
@@ -277,7 +334,39 @@ void emit_grouped_vector(Ctx& x) {
                          nan_code(q->elem));
     break;  // one quantize (the plan's rule for jagged groups); 8-bit codes (FP4 needs fixed blocks)
   }
-  x.out += "  // Pass 2: the same rows again, scaled and encoded.\n" + loop + loads(true);
+  // Pass 2. (a) Where the thread's 8 codes of a row are one aligned 8-byte store (one code
+  // output, all 8 columns inside): the cached rows, then the others (re-read from global memory),
+  // from stepped pointers. (b) Otherwise the general loop, every row.
+  x.out += "  // Pass 2: the same rows again, scaled and encoded.\n  mx_i64 r2 = row_s + rl;  // (b)'s first row\n";
+  std::vector<int> code_outs;
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::elems) code_outs.push_back(o);
+  if (code_outs.size() == 1 && !x.v.quantizes[size_t(x.v.output_index[size_t(code_outs[0])])]->elem.packed()) {
+    const int o = code_outs[0];
+    const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
+    x.out += fmt::format("  {{  // (a)\n    const mx_i64 os_r = P.out_stride[{}][{}];\n", o, ar);
+    x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{0}]) + (row_s + rl) * os_r + c0 * P.out_stride[{0}][{1}];\n", o, ac);
+    x.out += fmt::format("    if (cols_full && P.out_stride[{}][{}] == 1 && ((reinterpret_cast<mx_u64>(ob) | mx_u64(os_r)) & 7u) == 0) {{\n", o, ac);
+    x.out += fmt::format("      const mx_v16* d = cache + rl * {} + tc * {};\n#pragma unroll {}\n", TCW, NW / 4, CU);
+    x.out += fmt::format("      for (int i = 0; i < n_cached; ++i, d += {}, ob += {} * os_r) {{\n", RL * TCW, RL);
+    x.out += fmt::format("        mx_u32 w[1][{}];\n", NW) + cache_words("d", "        ");
+    x.out += fmt::format("        const int u = 0;\n        const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n        (void){};\n", ix, RL, ix);
+    x.out += row_values("        ");
+    emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); },
+                      "        ", true);
+    x.out += "        *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);\n      }\n";
+    x.out += fmt::format("      if (n_cached > 0) r2 += mx_i64(n_cached) * {};\n", RL);
+    // The uncached rows (ob is at row r2 now), U at a time.
+    x.out += fmt::format("      const {}* p = src + r2 * in_sr;\n      const mx_i64 step = {} * in_sr, ostep = {} * os_r;\n", et, RL, RL);
+    x.out += fmt::format("      for (mx_i64 r = r2; r < row_e; r += {}, p += {} * step, ob += {} * ostep) {{\n", RL * U, U, U);
+    x.out += loads_fast("        ");
+    x.out += fmt::format("#pragma unroll\n        for (int u = 0; u < {}; ++u) {{\n", U) + indent_lines(unpack("row_e"), "    ", true);
+    emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); },
+                      "          ", true);
+    x.out += "          *reinterpret_cast<uint2*>(ob + u * ostep) = make_uint2(wd[0], wd[1]);\n        }\n      }\n";
+    x.out += "      r2 = row_e;\n    }\n  }\n";
+  }
+  x.out += fmt::format("  for (mx_i64 r = r2; r < row_e; r += {}) {{\n", RL * U) + loads(true);
   x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack("row_e");
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];

@@ -210,15 +210,21 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
       plan.cluster = tuning.cluster ? tuning.cluster : 1;
       plan.min_blocks = tuning.min_blocks ? tuning.min_blocks : (plan.cluster > 1 ? 4 : 2);
       int esize = 2;
+      bool f16 = false;
       for (const InputDecl& in : p.inputs())
-        if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype));
+        if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
       // unroll: rows per thread in flight through registers, in pass 1 for the rows past the row
       // cache (the cached ones are copied with cp.async, no registers held) and in pass 2 for all.
       // Pass 2 sets the registers: 8 rows fit 2 CTAs per SM (98 registers bf16, 124 f32); 4 CTAs
       // leave 64 registers, where 8 rows spill and 4 fit (2 of f32: 16 bytes a thread per row's 8
       // columns more), and 1 of f32 with a cluster (ptxas 13.0 spills 8 bytes at 2 on sm_90a).
+      // With a cluster, f16 takes 3 (its widening holds more registers: ptxas 13.0 spills 8 bytes
+      // at 4 on sm_90a, and 60 at 2).
       plan.unroll = tuning.unroll ? tuning.unroll
-                                  : plan.min_blocks <= 2 ? 8 : esize == 4 && plan.cluster > 1 ? 1 : 8 / esize;
+                    : plan.min_blocks <= 2                 ? 8
+                    : esize == 4 && plan.cluster > 1       ? 1
+                    : f16 && plan.cluster > 1              ? 3
+                                                           : 8 / esize;
       if (plan.cluster != 1 && plan.cluster != 2 && plan.cluster != 4 && plan.cluster != 8)
         throw UsageError(fmt::format("tuning: cluster {} of the grouped kernel must be 1, 2, 4 or 8", plan.cluster));
       if (plan.cluster > 1 && target.sm() < 90)

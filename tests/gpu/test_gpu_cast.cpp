@@ -494,11 +494,18 @@ TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes
   Pipeline pe = pipeline({output("q", cast(e4m3, x / se), layout::col_major()), output("s", se)});
   auto sk = e8m0_scale(amax(groups(x, 1, offsets("offs"))), e2m3, ScaleRule::floor, NanPolicy::satfinite);
   Pipeline pk = pipeline({output("q", cast(e2m3, x / sk)), output("s", sk)});
-  const std::vector<std::vector<int32_t>> group_ends = {
+  std::vector<std::vector<int32_t>> group_ends = {
       {0, 1, 32, 65, 1065, 1100},  // sizes 0, 1, 31, 33, 1000, 35
       {1100},                       // one group
       {300, 300, 300, 700},         // empty groups in the middle; rows 700.. belong to no group
       {5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 1100}};
+  // Many small groups: 63 and 64 of growing sizes, tied in pairs (1, 1, 2, 2, ...) and in fours,
+  // the last ending at row 1100 (a group's rows mostly in other row lanes' cache slots).
+  for (int n : {63, 64}) {
+    std::vector<int32_t> e;
+    for (int g = 0, acc = 0; g < n; ++g) e.push_back(g + 1 == n ? 1100 : (acc += 1 + g / (n == 63 ? 2 : 4)));
+    group_ends.push_back(e);
+  }
   int cases = 0;
   for (const Pipeline* p : {&pf, &pe, &pk})
     for (const auto& ends : group_ends)

@@ -235,6 +235,7 @@ err "unwritable --out" "--out '/nonexistent-dir/k.cubin'" 1 "$mxjit" compile --a
 err "cache dump bad key" "must be 4 to 32 hex digits" 1 "$mxjit" cache dump zz --out "$work/d.cubin"
 err "cache dump absent key" "no cache entry has a key starting with 'abcdef12'" 1 \
   "$mxjit" cache dump abcdef12 --out "$work/d.cubin"
+err "bench bad tuning" "tuning 'tune\\(1,2\\)': expected tune\\(tile_r" 1 "$mxjit" bench --tuning "tune(1,2)"
 err "no subcommand" "A subcommand is required" 1 "$mxjit"
 err "unknown subcommand" "unknown command 'cats' \\(commands: bench, cache, cast" 1 "$mxjit" cats
 
