@@ -110,7 +110,7 @@ void emit_grouped_scalar(Ctx& x) {
 // With the cache filled asynchronously, a CTA has its whole cache in flight (2 CTAs x ~105 KB per
 // SM by default) where loads through registers held U rows (32 KB per CTA).
 //
-//   shared memory: [ cache: tile_r rows x W inputs ][ red: RL x W maxima ][ mult: W ][ flag: W ]
+//   shared memory: [ cache: tile_r rows x W inputs ][ red: warps x W maxima ][ mult: W ][ flag: W ]
 //                  [ part: W maxima, with a cluster ]
 //
 // With a cluster of K CTAs (Plan::cluster, sm_90+), the K CTAs of one (group, W columns) split
@@ -134,6 +134,7 @@ void emit_grouped_vector(Ctx& x) {
   const bool f32 = dt == DType::f32;
   const int W = pl.tile_c, TC = W / 8, RL = pl.threads / TC, U = pl.unroll, NW = f32 ? 8 : 4, CR = pl.tile_r;
   const int TCW = TC * NW / 4;  // 16-byte chunks per cached row
+  const int NWARP = pl.threads / 32;
   // Cached rows per loop step: 4, or 2 within 64 registers (more CTAs per SM), where 4 spill f16.
   const int CU = pl.min_blocks <= 2 ? 4 : 2;
   const std::string ix = fmt::format("ix{}", ar);
@@ -144,9 +145,9 @@ void emit_grouped_vector(Ctx& x) {
   x.out += "  extern __shared__ float4 mx_smem4[];\n";
   x.out += fmt::format("  mx_v16* const cache = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}]: the group's first rows\n", CR,
                        TC * NW / 4);
-  x.out += fmt::format("  mx_u32* const red = reinterpret_cast<mx_u32*>(cache + {});  // [{}][{}]: column maxima per row lane\n",
-                       CR * TC * NW / 4, RL, W);
-  x.out += fmt::format("  float* const s_mult = reinterpret_cast<float*>(red + {});  // [{}]\n", RL * W, W);
+  x.out += fmt::format("  mx_u32* const red = reinterpret_cast<mx_u32*>(cache + {});  // [{}][{}]: column maxima per warp\n",
+                       CR * TC * NW / 4, NWARP, W);
+  x.out += fmt::format("  float* const s_mult = reinterpret_cast<float*>(red + {});  // [{}]\n", NWARP * W, W);
   x.out += fmt::format("  mx_u32* const s_flag = reinterpret_cast<mx_u32*>(s_mult + {});  // [{}]\n", W, W);
   if (K > 1) x.out += fmt::format("  mx_u32* const s_part = s_flag + {};  // [{}]: this CTA's column maxima, read by the cluster\n", W, W);
   // The CTA's column tile, and (with a cluster) its rank = its part of the group's rows.
@@ -304,9 +305,14 @@ void emit_grouped_vector(Ctx& x) {
       x.out += "    m[2 * j] = m[2 * j] < 0x00800000u ? 0u : m[2 * j];\n    m[2 * j + 1] = m[2 * j + 1] < 0x00800000u ? 0u : m[2 * j + 1];\n";
     x.out += "  }\n";
   }
-  x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) red[rl * {} + tc * 8 + e] = m[e];\n  __syncthreads();\n", W);
+  // The row lanes of a warp (lanes TC apart) combine by shuffles; then one row of maxima per warp
+  // meets in shared memory.
+  for (int xo = TC; xo < 32; xo *= 2)
+    x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) m[e] = mx_umax(m[e], __shfl_xor_sync(0xffffffffu, m[e], {}));\n", xo);
+  x.out += fmt::format("  if ((threadIdx.x & 31u) < {}u) {{\n#pragma unroll\n    for (int e = 0; e < 8; ++e) red[(threadIdx.x >> 5) * {} + tc * 8 + e] = m[e];\n  }}\n  __syncthreads();\n",
+                       TC, W);
   x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
-  x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", RL, W);
+  x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", NWARP, W);
   if (K > 1) {
     // Partial maxima to the cluster: arrive/wait makes every CTA's part[] visible to all.
     x.out += "    s_part[cw] = m;\n  }\n  mx_cluster_sync();\n";

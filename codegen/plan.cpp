@@ -236,8 +236,9 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
           plan.min_blocks < 1 || plan.min_blocks > 8)
         throw UsageError(fmt::format("tuning: grouped kernel threads {} (32..1024, a multiple of 32), unroll {} (1..16), "
                                      "min_blocks {} (1..8)", plan.threads, plan.unroll, plan.min_blocks));
-      const int rl = plan.threads / (plan.tile_c / 8);
-      const int need = (rl * plan.tile_c + (plan.cluster > 1 ? 3 : 2) * plan.tile_c) * 4;
+      // The reduction's arrays: a row of column maxima per warp, multipliers, flags (and the
+      // cluster's partial maxima).
+      const int need = (plan.threads / 32 * plan.tile_c + (plan.cluster > 1 ? 3 : 2) * plan.tile_c) * 4;
       // At most min_blocks CTAs of (smem + 1 KiB reserved) fit the SM's 228 KiB.
       const int budget = std::min(233472 / plan.min_blocks - 1024, 227 * 1024) / 16 * 16;
       plan.tile_r = std::max(0, (budget - need) / (plan.tile_c * esize));

@@ -563,16 +563,16 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
       tunings.push_back(t);
     };
     // Columns per CTA x threads x rows in flight x CTAs per SM (which sizes the row cache: from
-    // ~150 rows at 8 CTAs/SM to ~890 at 1, so groups of 1000 rows take both second-pass paths)
+    // ~100 rows at 8 CTAs/SM to ~870 at 1, so groups of 1000 rows take both second-pass paths)
     // x CTAs per group (a cluster, sm_90+): with 2, a CTA's part of a 1000-row group overflows
-    // its 370-row cache; 4 is the cluster's own default tuning.
+    // its 418-row cache; 4 is the cluster's own default tuning.
     if (ci == 0)
       for (auto [w, th, u, mb, k] : {std::array{128, 512, 3, 1, 0}, std::array{256, 64, 1, 1, 0}, std::array{32, 256, 5, 8, 2},
                                      std::array{64, 256, 0, 0, 4}, std::array{64, 128, 4, 4, 8}})
         tune(w, th, u, mb, k);
     // f16 and f32 (other cp.async byte counts; two chunks a row of f32): a smaller cache (4
-    // CTAs/SM: 380 f16 rows, 190 f32), clusters of 2 (8 CTAs/SM: 306 / 153 rows a CTA) and of 4
-    // at the cluster's default CTAs/SM and unroll with 128 columns (186 / 93 rows a CTA): the
+    // CTAs/SM: 428 f16 rows, 214 f32), clusters of 2 (8 CTAs/SM: 418 / 209 rows a CTA) and of 4
+    // at the cluster's default CTAs/SM and unroll with 128 columns (202 / 101 rows a CTA): the
     // 250- and 500-row parts of the 1000-row group run past each CTA's cache.
     if (c.dt != DType::bf16) {
       tune(64, 256, 0, 4, 0);
