@@ -533,12 +533,14 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
                        : e8m0_scale(amax(groups(v, 0, offsets("offs"))), f, kind == 2 ? ScaleRule::floor : ScaleRule::rceil);
     CastOptions o;
     o.seed = 7;
+    o.flush_subnormals = kind == 4;  // the group maxima (two 16-bit lanes at a time) flushed
     const Round rnd = kind == 2 ? Round::stochastic : Round::nearest_even;
     return pipeline({output("q", cast(f, v / s, rnd, Saturate::finite, o)), output("s", s)});
   };
   struct Case { DType dt; ElemFormat f; int kind; };
   const Case cases[] = {{DType::bf16, e4m3, 0}, {DType::f16, e4m3, 1}, {DType::f32, e5m2, 0},
-                        {DType::bf16, e2m3, 1}, {DType::bf16, int8, 1}, {DType::bf16, e4m3, 2}, {DType::bf16, e4m3, 3}};
+                        {DType::bf16, e2m3, 1}, {DType::bf16, int8, 1}, {DType::bf16, e4m3, 2}, {DType::bf16, e4m3, 3},
+                        {DType::bf16, e4m3, 4}, {DType::f16, e5m2, 4}};
   const std::vector<std::vector<int32_t>> group_ends = {{0, 1, 32, 65, 1065, 1100}, {300, 300, 300, 700},
                                                         {5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 1100}};
   // Columns and row stride (0: contiguous). Contiguous 77-column rows are not 16-byte aligned: the
@@ -586,6 +588,17 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
           std::vector<HostTensor> in;
           in.emplace_back(c.dt, std::vector<int64_t>{1100, cols}, stride ? std::vector<int64_t>{stride, 1} : std::vector<int64_t>{});
           fill_random(in.back(), uint64_t(n + 300), n % 3 == 1);
+          if (c.kind == 4) {
+            // Rows 32..64 subnormal or zero (either sign): the 33-row group of the first ends holds
+            // columns whose maximum is subnormal, flushed to a zero block.
+            const int64_t pitch = stride ? stride : cols;
+            for (int64_t r = 32; r < 65; ++r)
+              for (int64_t col = 0; col < cols; ++col) {
+                const uint16_t mag = uint16_t((r * 131 + col * 17) % (c.dt == DType::f16 ? 0x400 : 0x80));
+                const uint16_t h = uint16_t(mag | ((r + col) % 3 == 0 ? 0x8000u : 0u));
+                std::memcpy(in.back().bytes.data() + 2 * (r * pitch + col), &h, 2);
+              }
+          }
           in.emplace_back(DType::i32, std::vector<int64_t>{int64_t(ends.size())});
           std::memcpy(in.back().bytes.data(), ends.data(), ends.size() * 4);
           CHECK(check_against_reference(k, in, fmt::format("vector groups {} {} kind {} {} cols {} stride {}", dtype_name(c.dt),
