@@ -237,6 +237,12 @@ void emit_grouped_vector(Ctx& x) {
   // if any, then applies to the maxima (flushing is monotone: the same result).
   const int pk = packed_amax_input(x, 0);
   const char* pmax = dt == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
+  // Folds val[8] into the maxima m[8] (6-space indent).
+  auto fold_values = [&] {
+    std::string l = "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
+    if (x.v.scale_flush[0]) l += "        if (a < 0x00800000u) a = 0u;\n";
+    return l + "        m[e] = a > m[e] ? a : m[e];\n      }\n";
+  };
   // Folds the values of the U rows in w[][] (rows from `end` on skipped) into the maxima m[8]
   // (pm[4] where packed).
   auto amax_of = [&](const std::string& end) {
@@ -244,10 +250,7 @@ void emit_grouped_vector(Ctx& x) {
     if (pk >= 0)
       return l + fmt::format("      if (r + u * {} >= {}) continue;\n#pragma unroll\n      for (int j = 0; j < 4; ++j) pm[j] = {}(pm[j], w[u][j] & 0x7fff7fffu);\n    }}\n",
                              RL, end, pmax);
-    l += unpack(end);
-    l += "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
-    if (x.v.scale_flush[0]) l += "        if (a < 0x00800000u) a = 0u;\n";
-    return l + "        m[e] = a > m[e] ? a : m[e];\n      }\n    }\n";
+    return l + unpack(end) + fold_values() + "    }\n";
   };
 
   // Pass 1, inside `if (g < G)` (so indented once more): (a) this thread's cached rows straight
@@ -285,10 +288,7 @@ void emit_grouped_vector(Ctx& x) {
     p1 += fmt::format("#pragma unroll\n      for (int j = 0; j < 4; ++j) pm[j] = {}(pm[j], w[0][j] & 0x7fff7fffu);\n", pmax);
   } else {
     p1 += fmt::format("      const int u = 0;\n      const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n      (void){};\n", ix, RL, ix);
-    p1 += row_values("      ");
-    p1 += "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
-    if (x.v.scale_flush[0]) p1 += "        if (a < 0x00800000u) a = 0u;\n";
-    p1 += "        m[e] = a > m[e] ? a : m[e];\n      }\n";
+    p1 += row_values("      ") + fold_values();
   }
   p1 += "    }\n  }\n";
 
@@ -350,6 +350,11 @@ void emit_grouped_vector(Ctx& x) {
   if (code_outs.size() == 1 && !x.v.quantizes[size_t(x.v.output_index[size_t(code_outs[0])])]->elem.packed()) {
     const int o = code_outs[0];
     const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
+    // val[8]'s codes as one aligned 8-byte store at `ptr`.
+    auto encode_store = [&](const std::string& ptr, const std::string& in) {
+      emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); }, in, true);
+      x.out += fmt::format("{}*reinterpret_cast<uint2*>({}) = make_uint2(wd[0], wd[1]);\n", in, ptr);
+    };
     x.out += fmt::format("  {{  // (a)\n    const mx_i64 os_r = P.out_stride[{}][{}];\n", o, ar);
     x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{0}]) + (row_s + rl) * os_r + c0 * P.out_stride[{0}][{1}];\n", o, ac);
     x.out += fmt::format("    if (cols_full && P.out_stride[{}][{}] == 1 && ((reinterpret_cast<mx_u64>(ob) | mx_u64(os_r)) & 7u) == 0) {{\n", o, ac);
@@ -358,18 +363,16 @@ void emit_grouped_vector(Ctx& x) {
     x.out += fmt::format("        mx_u32 w[1][{}];\n", NW) + cache_words("d", "        ");
     x.out += fmt::format("        const int u = 0;\n        const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n        (void){};\n", ix, RL, ix);
     x.out += row_values("        ");
-    emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); },
-                      "        ", true);
-    x.out += "        *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);\n      }\n";
+    encode_store("ob", "        ");
+    x.out += "      }\n";
     x.out += fmt::format("      if (n_cached > 0) r2 += mx_i64(n_cached) * {};\n", RL);
     // The uncached rows (ob is at row r2 now), U at a time.
     x.out += fmt::format("      const {}* p = src + r2 * in_sr;\n      const mx_i64 step = {} * in_sr, ostep = {} * os_r;\n", et, RL, RL);
     x.out += fmt::format("      for (mx_i64 r = r2; r < row_e; r += {}, p += {} * step, ob += {} * ostep) {{\n", RL * U, U, U);
     x.out += loads_fast("        ");
     x.out += fmt::format("#pragma unroll\n        for (int u = 0; u < {}; ++u) {{\n", U) + indent_lines(unpack("row_e"), "    ", true);
-    emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); },
-                      "          ", true);
-    x.out += "          *reinterpret_cast<uint2*>(ob + u * ostep) = make_uint2(wd[0], wd[1]);\n        }\n      }\n";
+    encode_store("ob + u * ostep", "          ");
+    x.out += "        }\n      }\n";
     x.out += "      r2 = row_e;\n    }\n  }\n";
   }
   x.out += fmt::format("  for (mx_i64 r = r2; r < row_e; r += {}) {{\n", RL * U) + loads(true);
