@@ -287,8 +287,7 @@ void emit_amax(Ctx& x, int o) {
   x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", pl.tile_r * pl.tile_c, pl.threads);
   x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", pl.tile_c);
   x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n      m = u > m ? u : m;\n    }}\n", tile_at(pl, root, "r", "c"));
-  x.out += "    if (m > 0x7f800000u) m = 0x7fc00000u;\n    m = mx_warp_max_u32(m);\n";
-  x.out += fmt::format("    if ((threadIdx.x & 31) == 0 && m) atomicMax(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
+  x.out += fmt::format("    mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
 }
 
 }  // namespace

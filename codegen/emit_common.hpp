@@ -116,8 +116,9 @@ void emit_grouped_kernel(Ctx& x);
 void emit_columns_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);
-/// The hardware pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target, or
-/// nullptr where the software encoder runs (other formats, stochastic rounding, older archs).
+/// The pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target: hardware
+/// cvt, or an exact emulation built on FP8 cvt / FMA for FP4 and FP6 without one (sm_89, sm_90);
+/// nullptr where the software encoder runs (INT8, stochastic rounding, FP6 before sm_89).
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q);
 /// The code a NaN block's elements get: the format's NaN (S=0, all ones) or 0 without one.
 int nan_code(const ElemFormat& f);

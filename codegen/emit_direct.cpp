@@ -275,11 +275,17 @@ void emit_values_store(Ctx& x, int o) {
     x.out += "      } else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = w[e];\n    }\n";
     return;
   }
-  const char* cv = out.dtype == DType::bf16 ? "mx_f32_to_bf16_bits" : "mx_f32_to_f16_bits";
+  // Pairs by one cvt.rn each where the target has it (sm_89+ here), else element by element.
+  const bool bf = out.dtype == DType::bf16;
+  const std::string pair = x.target.hw_fp8() ? (bf ? "mx_pack_bf16x2" : "mx_pack_f16x2") : "";
+  const char* cv = bf ? "mx_f32_to_bf16_bits" : "mx_f32_to_f16_bits";
   x.out += fmt::format("      mx_u16* const ob = static_cast<mx_u16*>(P.out[{}]) + ({});\n", o, off);
-  x.out += fmt::format("      mx_u32 h[8];\n      for (int e = 0; e < 8; ++e) h[e] = {}(v{}[e]) & 0xffffu;\n", cv, root);
-  x.out += "      if (full && mx_aligned16(ob)) mx_st16(ob, mx_v16{h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16)});\n";
-  x.out += "      else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = mx_u16(h[e]);\n    }\n";
+  if (!pair.empty())
+    x.out += fmt::format("      mx_u32 h2[4];\n      for (int e = 0; e < 4; ++e) h2[e] = {0}(v{1}[2 * e], v{1}[2 * e + 1]);\n", pair, root);
+  else
+    x.out += fmt::format("      mx_u32 h2[4];\n      for (int e = 0; e < 4; ++e) h2[e] = ({0}(v{1}[2 * e]) & 0xffffu) | ({0}(v{1}[2 * e + 1]) << 16);\n", cv, root);
+  x.out += "      if (full && mx_aligned16(ob)) mx_st16(ob, mx_v16{h2[0], h2[1], h2[2], h2[3]});\n";
+  x.out += "      else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = mx_u16(h2[e >> 1] >> (16 * (e & 1)));\n    }\n";
 }
 
 }  // namespace
@@ -373,6 +379,11 @@ void emit_direct_kernel(Ctx& x) {
       for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], x{} + {});\n", unpack_fn(in.dtype), k, i, k, 4 * i);
   }
   for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
+  // FP8 codes decode eight at a time through the hardware cvt (sm_89+).
+  auto hw_decode = [&](const NodePtr& n) { return x.target.hw_fp8() && (n->elem == e4m3 || n->elem == e5m2); };
+  for (size_t i = 0; i < dqs.size(); ++i)
+    if (hw_decode(dqs[i]))
+      x.out += fmt::format("    float dqf{0}[8];\n    mx_decode8_fp8<{1}>(dqc{0}_[u], dqf{0});\n", i, dqs[i]->elem == e5m2);
   x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
   bool pure = true;
   for (const NodePtr& r : x.v.roots) pure = pure && register_values(x, r);
@@ -381,6 +392,7 @@ void emit_direct_kernel(Ctx& x) {
       [&](const NodePtr& n) {
         for (size_t i = 0; i < dqs.size(); ++i)
           if (dqs[i] == n) {
+            if (hw_decode(n)) return fmt::format("(dqf{0}[e] * dqs{0}_[u])", i);
             const std::string code = n->elem.packed() ? fmt::format("((dqc{}_[u].x >> (4 * e)) & 15u)", i)
                                                       : fmt::format("(((e < 4 ? dqc{0}_[u].x : dqc{0}_[u].y) >> (8 * (e & 3))) & 255u)", i);
             return fmt::format("(mx_decode<{}>({}) * dqs{}_[u])", fmt_args(n->elem), code, i);
@@ -437,8 +449,7 @@ void emit_direct_kernel(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::amax) {
       const int r = x.v.output_index[size_t(o)];
-      x.out += fmt::format("  {{\n    mx_u32 m = tamax[{}];\n    if (m > 0x7f800000u) m = 0x7fc00000u;\n    m = mx_warp_max_u32(m);\n", r);
-      x.out += fmt::format("    if ((threadIdx.x & 31) == 0 && m) atomicMax(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
+      x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), tamax[{}]);\n", o, r);
     }
   x.out += "}\n";
 }

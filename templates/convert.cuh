@@ -187,6 +187,63 @@ MX_D mx_u32 mx_e4m3_rne(float v) {
 #endif
 }
 
+// FP8 pairs by the hardware where there is one, else by the software encoder (bit-identical;
+// the host tests compile this branch): what the FP6 encoders below build on.
+MX_D mx_u32 mx_e4m3x2_rne(float lo, float hi) {
+#if MXJIT_HW_FP8
+  return mx_cvt_e4m3x2(lo, hi);
+#else
+  return mx_encode_rne<4, 3, 1, false>(lo) | (mx_encode_rne<4, 3, 1, false>(hi) << 8);
+#endif
+}
+MX_D mx_u32 mx_e5m2x2_rne(float lo, float hi) {
+#if MXJIT_HW_FP8
+  return mx_cvt_e5m2x2(lo, hi);
+#else
+  return mx_encode_rne<5, 2, 2, false>(lo) | (mx_encode_rne<5, 2, 2, false>(hi) << 8);
+#endif
+}
+
+// FP6 pairs through the FP8 conversion (sm_89/sm_90 have none for FP6), bit-identical to
+// mx_encode_rne. E2M3 shares E4M3's 3 mantissa bits and its grid is E4M3's times 2^6 (normal
+// from 2^0 vs 2^-6, subnormal quantum 2^-3 vs 2^-9); E3M2 is E5M2's times 2^12. So for
+// |y| <= max, RNE of y is the FP8 cvt of y * 2^-k (exact, or below 2^-126 where both give +-0),
+// and since the exponent fields agree (e + 1 = (e - 6) + 7, e + 3 = (e - 12) + 15) the FP6 code
+// is the FP8 code with its sign moved from bit 7 to bit 5:
+//
+//   E4M3  s eeee mmm   (field <= 3)  ->  E2M3  s ee mmm
+//   E5M2  s eeeee mm   (field <= 7)  ->  E3M2  s eee mm
+//
+// Clamping to +-max first is satfinite (Inf included); NaN (none in FP6) -> 0.
+template <bool E3M2>
+MX_D mx_u32 mx_fp6x2_via_fp8(float lo, float hi) {
+  const float kMax = E3M2 ? 28.0f : 7.5f, kDown = E3M2 ? 0.000244140625f : 0.015625f;
+  const float l = fminf(fmaxf(lo, -kMax), kMax) * kDown, h = fminf(fmaxf(hi, -kMax), kMax) * kDown;
+  mx_u32 d = E3M2 ? mx_e5m2x2_rne(l, h) : mx_e4m3x2_rne(l, h);
+  d = (d & 0x1f1fu) | ((d >> 2) & 0x2020u);
+  if (lo != lo) d &= 0xff00u;
+  if (hi != hi) d &= 0x00ffu;
+  return d;
+}
+MX_D mx_u32 mx_e2m3x2_via_e4m3(float lo, float hi) { return mx_fp6x2_via_fp8<false>(lo, hi); }
+MX_D mx_u32 mx_e3m2x2_via_e5m2(float lo, float hi) { return mx_fp6x2_via_fp8<true>(lo, hi); }
+
+// E2M1 by two FMAs, bit-identical to mx_encode_rne<2, 1, 0, false>. a = min(|v|, 6) (satfinite)
+// lies in [c, 2c) for c = 2^max(e, 0); a + c * 2^22 falls in [2^(e+22), 2^(e+23)), whose ulp
+// 2^(e-1) is E2M1's quantum there (0.5 below 2, then 1, then 2), so the FMA rounds a to
+// nearest-even on E2M1's grid and the second FMA takes c * 2^22 back off exactly. The rounded r
+// times 2^-126 is an FP32 pattern whose bits 22..24 are the E2M1 magnitude (0.5 -> 2^-127, the
+// subnormal 0x00400000 -> 1; 6 -> 1.5 * 2^-124 -> 7). Needs FP32 subnormals (no FTZ).
+MX_D mx_u32 mx_e2m1_rne_fma(float v) {
+  const float a = fminf(fabsf(v), 6.0f);
+  const float c = mx_float(mx_bits(fmaxf(a, 1.0f)) & 0x7f800000u);
+  const float r = fmaf(c, -4194304.0f, fmaf(c, 4194304.0f, a));
+  const mx_u32 code = (mx_bits(r * 1.17549435e-38f) >> 22) | ((mx_bits(v) >> 28) & 8u);
+  return v != v ? 0u : code;
+}
+// Two E2M1 codes: lo in the low nibble (the layout of cvt.rn.satfinite.e2m1x2).
+MX_D mx_u32 mx_e2m1x2_fma(float lo, float hi) { return mx_e2m1_rne_fma(lo) | (mx_e2m1_rne_fma(hi) << 4); }
+
 #if MXJIT_HW_FP4FP6
 // sm_100a+: FP4 / FP6 pair conversions. FP4: lo -> low nibble; FP6: one code per byte.
 MX_D mx_u32 mx_cvt_e2m1x2(float lo, float hi) {
@@ -239,3 +296,52 @@ MX_D float mx_decode(mx_u32 c) {
   if (SPEC == 2 && mag >= kInf) r = mag == kInf ? mx_float(0x7f800000u) : mx_float(0x7fc00000u);
   return mx_float(mx_bits(r) | ((c >> (kBits - 1) & 1u) << 31));
 }
+
+#if MXJIT_HW_FP8
+// Eight FP8 codes (the bytes of c, low first) to FP32, equal to mx_decode: every E4M3/E5M2 value
+// is an f16, so cvt.rn.f16x2.e4m3x2 (E5M2: the code is the f16's high byte) and cvt.f32.f16 are
+// exact. A chunk holding a NaN code takes mx_decode instead: the cvt's NaN keeps a sign and
+// payload the reference's (+0x7FC00000) has not. Adding 1 (E5M2: 3) to a 7-bit magnitude
+// carries into bit 7 exactly for the NaN ones (0x7F; 0x7D..0x7F).
+template <bool E5M2>
+MX_D void mx_decode8_fp8(uint2 c, float* o) {
+  const mx_u32 add = E5M2 ? 0x03030303u : 0x01010101u;
+  if (((((c.x & 0x7f7f7f7fu) + add) | ((c.y & 0x7f7f7f7fu) + add)) & 0x80808080u) != 0u) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const mx_u32 code = ((e < 4 ? c.x : c.y) >> (8 * (e & 3))) & 255u;
+      o[e] = E5M2 ? mx_decode<5, 2, 2, false>(code) : mx_decode<4, 3, 1, false>(code);
+    }
+    return;
+  }
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const mx_u32 w = p < 2 ? c.x : c.y;
+    mx_u32 h;  // two f16, code 2p in the low half
+    if (E5M2) {
+      h = __byte_perm(w, 0u, (p & 1) ? 0x3424u : 0x1404u);  // bytes -> high bytes of the halves
+    } else {
+      const mx_u16 pr = mx_u16(w >> (16 * (p & 1)));
+      asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(pr));
+    }
+    asm("cvt.f32.f16 %0, %1;" : "=f"(o[2 * p]) : "h"(mx_u16(h)));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(o[2 * p + 1]) : "h"(mx_u16(h >> 16)));
+  }
+}
+
+// Two FP32 to a bf16 (f16) pair, lo in the low half, by one cvt.rn: round to nearest even like
+// mx_f32_to_bf16_rne / mx_f32_to_f16_rne (subnormals and overflow to Inf included); a pair with a
+// NaN takes those (NaN -> 0x7FC0 / 0x7E00 with its sign).
+MX_D mx_u32 mx_pack_bf16x2(float lo, float hi) {
+  if (lo != lo || hi != hi) return mx_u32(mx_f32_to_bf16_rne(lo)) | (mx_u32(mx_f32_to_bf16_rne(hi)) << 16);
+  mx_u32 d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+MX_D mx_u32 mx_pack_f16x2(float lo, float hi) {
+  if (lo != lo || hi != hi) return mx_u32(mx_f32_to_f16_rne(lo)) | (mx_u32(mx_f32_to_f16_rne(hi)) << 16);
+  mx_u32 d;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+#endif

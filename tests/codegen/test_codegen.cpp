@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <future>
+#include <tuple>
+#include <vector>
 
 #include "codegen/emit.hpp"
 #include "dsl/errors.hpp"
@@ -114,16 +116,27 @@ TEST_CASE("sm_100a uses hardware FP4/FP6/E8M0 conversions, sm_90a software") {
         std::string::npos);
 }
 
-TEST_CASE("software encodes: mx_encode_rne for nearest even, mx_encode_sw for stochastic rounding") {
+TEST_CASE("software encodes: pair emulations or mx_encode_rne for nearest even, mx_encode_sw for stochastic rounding") {
   auto x = input("x", DType::bf16, rank(2));
-  for (ElemFormat f : {e2m1, e2m3, e3m2, int8}) {
+  // Nearest-even on sm_90a: FP4 by FMA, FP6 through the FP8 cvt, INT8 by mx_encode_rne; sm_80 has
+  // no FP8 cvt, so FP6 goes back to mx_encode_rne there (FP4's FMA version needs none).
+  const std::vector<std::tuple<ElemFormat, const char*, const char*>> want = {
+      {e2m1, "mx_e2m1x2_fma(", "mx_e2m1x2_fma("},
+      {e2m3, "mx_e2m3x2_via_e4m3(", "= mx_encode_rne<"},
+      {e3m2, "mx_e3m2x2_via_e5m2(", "= mx_encode_rne<"},
+      {int8, "= mx_encode_rne<", "= mx_encode_rne<"}};
+  for (const auto& [f, sm90, sm80] : want) {
+    CAPTURE(f.str());
     auto s = e8m0_scale(amax(blocks(x, 1, 32)), f, ScaleRule::floor);
     const Pipeline rne = pipeline({output("q", cast(f, x / s)), output("s", s)});
     const Pipeline sr = pipeline({output("q", cast(f, x / s, Round::stochastic)), output("s", s)});
-    // "= mx_encode_" is a call in the kernel body (the embedded convert.cuh only returns them).
+    // "= mx_encode_" and "fn(" are calls in the kernel body (convert.cuh only defines them).
     const std::string a = generate(rne, Target::parse("sm_90a"), default_stride_class(rne)).source;
+    const std::string a80 = generate(rne, Target::parse("sm_80"), default_stride_class(rne)).source;
     const std::string b = generate(sr, Target::parse("sm_90a"), default_stride_class(sr)).source;
-    CHECK(a.find("= mx_encode_rne<") != std::string::npos);
+    const std::string body = a.substr(a.find("__global__")), body80 = a80.substr(a80.find("__global__"));
+    CHECK(body.find(sm90) != std::string::npos);
+    CHECK(body80.find(sm80) != std::string::npos);
     CHECK(a.find("= mx_encode_sw<") == std::string::npos);
     CHECK(b.find("= mx_encode_sw<") != std::string::npos);
     CHECK(b.find("= mx_encode_rne<") == std::string::npos);
@@ -195,8 +208,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "d93c8470d9b9f3d4b9c4c8d3a12f07c5");
-  CHECK(b == "394c617f654479a6a45b04e627bbc043");
+  CHECK(a == "795ef079ec8b9a701ee8ea31f5195fbb");
+  CHECK(b == "27b0b9198583b443b540a960904047c7");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {

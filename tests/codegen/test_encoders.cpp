@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -51,11 +52,17 @@ struct Diff {
   uint32_t input = 0, fast = 0, reference = 0, ref_input = 0, ref_fast = 0, ref_code = 0;
 };
 
-/// Every pattern against mx_encode_sw; with `ref`, also against reference::encode_rne.
+/// The encoder under test: mx_encode_rne, or an emulation of a pair conversion (Fast::code).
 template <int EB, int MB, int SPEC, bool ISINT>
+struct Rne {
+  static uint32_t code(float v) { return mx_encode_rne<EB, MB, SPEC, ISINT>(v); }
+};
+
+/// Every pattern against mx_encode_sw; with `ref`, also against reference::encode_rne.
+template <int EB, int MB, int SPEC, bool ISINT, class Fast>
 void compare(ElemFormat elem, uint32_t u, bool ref, Diff& d) {
   const float v = mx_as_float(u);
-  const uint32_t f = mx_encode_rne<EB, MB, SPEC, ISINT>(v), r = mx_encode_sw<EB, MB, SPEC, ISINT>(v, false, 0u);
+  const uint32_t f = Fast::code(v), r = mx_encode_sw<EB, MB, SPEC, ISINT>(v, false, 0u);
   ++d.checked;
   if (f != r && d.count++ == 0) {
     d.input = u;
@@ -77,7 +84,7 @@ void compare(ElemFormat elem, uint32_t u, bool ref, Diff& d) {
 /// 2^s and 2^s +- 1 (every half-quantum position) and all-ones for every other exponent, 0 (FP32
 /// subnormals) and 255 (Inf, NaNs) included.
 /// Every 61st pattern of the full exponents and every listed one goes to the CPU reference too.
-template <int EB, int MB, int SPEC, bool ISINT>
+template <int EB, int MB, int SPEC, bool ISINT, class Fast>
 Diff sweep(ElemFormat elem) {
   constexpr int kBias = ISINT ? 0 : (1 << (EB - 1)) - 1;
   constexpr int kEmin = ISINT ? 0 : 1 - kBias;  // MXINT8: quantum 2^-MB
@@ -90,24 +97,24 @@ Diff sweep(ElemFormat elem) {
     for (uint32_t e = 0; e < 256; ++e) {
       const uint32_t base = sign | (e << 23);
       if (int(e) >= lo && int(e) <= hi) {
-        for (uint32_t m = 0; m < (1u << 23); ++m) compare<EB, MB, SPEC, ISINT>(elem, base | m, m % 61 == 0, d);
+        for (uint32_t m = 0; m < (1u << 23); ++m) compare<EB, MB, SPEC, ISINT, Fast>(elem, base | m, m % 61 == 0, d);
         continue;
       }
-      compare<EB, MB, SPEC, ISINT>(elem, base | 0x7fffffu, true, d);
-      compare<EB, MB, SPEC, ISINT>(elem, base, true, d);
+      compare<EB, MB, SPEC, ISINT, Fast>(elem, base | 0x7fffffu, true, d);
+      compare<EB, MB, SPEC, ISINT, Fast>(elem, base, true, d);
       for (int s = 0; s < 23; ++s)
         for (uint32_t m : {(1u << s) - 1u, 1u << s, (1u << s) + 1u})
-          compare<EB, MB, SPEC, ISINT>(elem, base | (m & 0x7fffffu), true, d);
+          compare<EB, MB, SPEC, ISINT, Fast>(elem, base | (m & 0x7fffffu), true, d);
     }
   return d;
 }
 
-template <int EB, int MB, int SPEC, bool ISINT>
-void check_format(ElemFormat elem) {
+template <int EB, int MB, int SPEC, bool ISINT, class Fast = Rne<EB, MB, SPEC, ISINT>>
+void check_format(ElemFormat elem, const char* what = "rne") {
   const auto t0 = std::chrono::steady_clock::now();
-  const Diff d = sweep<EB, MB, SPEC, ISINT>(elem);
+  const Diff d = sweep<EB, MB, SPEC, ISINT, Fast>(elem);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string name = elem.str();
+  const std::string name = elem.str() + " " + what;
   MESSAGE(fmt::format("{}: {} inputs against mx_encode_sw, {} mismatches; {} against the CPU reference, {} mismatches; {:.2f} s",
                       name, d.checked, d.count, d.ref_checked, d.ref_count, s));
   INFO(fmt::format("{}: first mismatch at input {:#010x}: rne {:#x}, sw {:#x}", name, d.input, d.fast, d.reference));
@@ -127,6 +134,44 @@ TEST_CASE("mx_encode_rne equals mx_encode_sw without stochastic rounding, all si
   check_format<3, 2, 0, false>(mxjit::e3m2);
   check_format<2, 1, 0, false>(mxjit::e2m1);
   check_format<1, 6, 0, true>(mxjit::int8);
+}
+
+namespace {
+
+using mxjit_host_convert::mx_e2m1x2_fma;
+using mxjit_host_convert::mx_e2m3x2_via_e4m3;
+using mxjit_host_convert::mx_e3m2x2_via_e5m2;
+
+/// One lane of a pair emulation: `Hi` puts v in the high lane. The partner is NaN, Inf or -0, so
+/// that a lane leaking into the other one shows.
+template <uint32_t (*Pair)(float, float), int Bits, bool Hi>
+struct Lane {
+  static uint32_t code(float v) {
+    const uint32_t mask = (1u << Bits) - 1u;
+    uint32_t c = 0;
+    for (uint32_t p : {0x7fc00001u, 0xff800000u, 0x80000000u}) {
+      const uint32_t k = Hi ? Pair(mx_as_float(p), v) >> Bits : Pair(v, mx_as_float(p)) & mask;
+      if (p != 0x7fc00001u && k != c) return 0xdeadu;  // depends on its partner
+      c = k;
+    }
+    return c;
+  }
+};
+uint32_t e2m1_pair(float lo, float hi) { return mx_e2m1x2_fma(lo, hi); }
+uint32_t e2m3_pair(float lo, float hi) { return mx_e2m3x2_via_e4m3(lo, hi); }
+uint32_t e3m2_pair(float lo, float hi) { return mx_e3m2x2_via_e5m2(lo, hi); }
+
+}  // namespace
+
+// The pair encoders hw_pair_fn picks for FP4/FP6 on sm_89/sm_90 (FMA magic; the FP8 cvt, here its
+// software twin, which the GPU tests hold to the hardware): both lanes, every swept pattern.
+TEST_CASE("FP4/FP6 pair emulations equal mx_encode_sw, both lanes") {
+  check_format<2, 1, 0, false, Lane<e2m1_pair, 4, false>>(mxjit::e2m1, "fma lo");
+  check_format<2, 1, 0, false, Lane<e2m1_pair, 4, true>>(mxjit::e2m1, "fma hi");
+  check_format<2, 3, 0, false, Lane<e2m3_pair, 8, false>>(mxjit::e2m3, "via e4m3 lo");
+  check_format<2, 3, 0, false, Lane<e2m3_pair, 8, true>>(mxjit::e2m3, "via e4m3 hi");
+  check_format<3, 2, 0, false, Lane<e3m2_pair, 8, false>>(mxjit::e3m2, "via e5m2 lo");
+  check_format<3, 2, 0, false, Lane<e3m2_pair, 8, true>>(mxjit::e3m2, "via e5m2 hi");
 }
 
 TEST_CASE("mx_encode_rne: known codes") {
