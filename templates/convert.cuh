@@ -214,19 +214,22 @@ MX_D mx_u32 mx_e5m2x2_rne(float lo, float hi) {
 //   E4M3  s eeee mmm   (field <= 3)  ->  E2M3  s ee mmm
 //   E5M2  s eeeee mm   (field <= 7)  ->  E3M2  s eee mm
 //
-// Clamping to +-max first is satfinite (Inf included); NaN (none in FP6) -> 0.
-template <bool E3M2>
+// Clamping to +-max first is satfinite (Inf included); NaN (none in FP6) -> 0. The _finite
+// forms leave NaN lanes undefined, for callers that overwrite them (E8M0 NaN blocks).
+template <bool E3M2, bool NAN_CHECK>
 MX_D mx_u32 mx_fp6x2_via_fp8(float lo, float hi) {
   const float kMax = E3M2 ? 28.0f : 7.5f, kDown = E3M2 ? 0.000244140625f : 0.015625f;
   const float l = fminf(fmaxf(lo, -kMax), kMax) * kDown, h = fminf(fmaxf(hi, -kMax), kMax) * kDown;
   mx_u32 d = E3M2 ? mx_e5m2x2_rne(l, h) : mx_e4m3x2_rne(l, h);
   d = (d & 0x1f1fu) | ((d >> 2) & 0x2020u);
-  if (lo != lo) d &= 0xff00u;
-  if (hi != hi) d &= 0x00ffu;
+  if (NAN_CHECK && lo != lo) d &= 0xff00u;
+  if (NAN_CHECK && hi != hi) d &= 0x00ffu;
   return d;
 }
-MX_D mx_u32 mx_e2m3x2_via_e4m3(float lo, float hi) { return mx_fp6x2_via_fp8<false>(lo, hi); }
-MX_D mx_u32 mx_e3m2x2_via_e5m2(float lo, float hi) { return mx_fp6x2_via_fp8<true>(lo, hi); }
+MX_D mx_u32 mx_e2m3x2_via_e4m3(float lo, float hi) { return mx_fp6x2_via_fp8<false, true>(lo, hi); }
+MX_D mx_u32 mx_e3m2x2_via_e5m2(float lo, float hi) { return mx_fp6x2_via_fp8<true, true>(lo, hi); }
+MX_D mx_u32 mx_e2m3x2_via_e4m3_finite(float lo, float hi) { return mx_fp6x2_via_fp8<false, false>(lo, hi); }
+MX_D mx_u32 mx_e3m2x2_via_e5m2_finite(float lo, float hi) { return mx_fp6x2_via_fp8<true, false>(lo, hi); }
 
 // E2M1 by two FMAs, bit-identical to mx_encode_rne<2, 1, 0, false>. a = min(|v|, 6) (satfinite)
 // lies in [c, 2c) for c = 2^max(e, 0); a + c * 2^22 falls in [2^(e+22), 2^(e+23)), whose ulp
@@ -234,15 +237,24 @@ MX_D mx_u32 mx_e3m2x2_via_e5m2(float lo, float hi) { return mx_fp6x2_via_fp8<tru
 // nearest-even on E2M1's grid and the second FMA takes c * 2^22 back off exactly. The rounded r
 // times 2^-126 is an FP32 pattern whose bits 22..24 are the E2M1 magnitude (0.5 -> 2^-127, the
 // subnormal 0x00400000 -> 1; 6 -> 1.5 * 2^-124 -> 7). Needs FP32 subnormals (no FTZ).
-MX_D mx_u32 mx_e2m1_rne_fma(float v) {
+// mx_e2m1_mag_bits gives that pattern (zero outside bits 22..24; NaN not handled).
+MX_D mx_u32 mx_e2m1_mag_bits(float v) {
   const float a = fminf(fabsf(v), 6.0f);
   const float c = mx_float(mx_bits(fmaxf(a, 1.0f)) & 0x7f800000u);
   const float r = fmaf(c, -4194304.0f, fmaf(c, 4194304.0f, a));
-  const mx_u32 code = (mx_bits(r * 1.17549435e-38f) >> 22) | ((mx_bits(v) >> 28) & 8u);
+  return mx_bits(r * 1.17549435e-38f);
+}
+MX_D mx_u32 mx_e2m1_rne_fma(float v) {
+  const mx_u32 code = (mx_e2m1_mag_bits(v) >> 22) | ((mx_bits(v) >> 28) & 8u);
   return v != v ? 0u : code;
 }
 // Two E2M1 codes: lo in the low nibble (the layout of cvt.rn.satfinite.e2m1x2).
 MX_D mx_u32 mx_e2m1x2_fma(float lo, float hi) { return mx_e2m1_rne_fma(lo) | (mx_e2m1_rne_fma(hi) << 4); }
+// The same for lanes known not to be NaN, or overwritten when NaN (E8M0 NaN blocks; a NaN lane
+// gives 7 and its sign): the magnitudes shift straight into place, no test.
+MX_D mx_u32 mx_e2m1x2_fma_finite(float lo, float hi) {
+  return (mx_e2m1_mag_bits(lo) >> 22) | (mx_e2m1_mag_bits(hi) >> 18) | ((mx_bits(lo) >> 28) & 8u) | ((mx_bits(hi) >> 24) & 0x80u);
+}
 
 #if MXJIT_HW_FP4FP6
 // sm_100a+: FP4 / FP6 pair conversions. FP4: lo -> low nibble; FP6: one code per byte.
