@@ -178,15 +178,6 @@ MX_D mx_u32 mx_cvt_e5m2x2(float lo, float hi) {
   return d;
 }
 #endif
-// One value to an E4M3 code, RNE with saturation (NVFP4 block scales).
-MX_D mx_u32 mx_e4m3_rne(float v) {
-#if MXJIT_HW_FP8
-  return mx_cvt_e4m3x2(v, 0.0f) & 0xffu;
-#else
-  return mx_encode_rne<4, 3, 1, false>(v);
-#endif
-}
-
 // FP8 pairs by the hardware where there is one, else by the software encoder (bit-identical;
 // the host tests compile this branch): what the FP6 encoders below build on.
 MX_D mx_u32 mx_e4m3x2_rne(float lo, float hi) {
@@ -196,6 +187,8 @@ MX_D mx_u32 mx_e4m3x2_rne(float lo, float hi) {
   return mx_encode_rne<4, 3, 1, false>(lo) | (mx_encode_rne<4, 3, 1, false>(hi) << 8);
 #endif
 }
+// One value to an E4M3 code, RNE with saturation (NVFP4 block scales).
+MX_D mx_u32 mx_e4m3_rne(float v) { return mx_e4m3x2_rne(v, 0.0f) & 0xffu; }
 MX_D mx_u32 mx_e5m2x2_rne(float lo, float hi) {
 #if MXJIT_HW_FP8
   return mx_cvt_e5m2x2(lo, hi);
