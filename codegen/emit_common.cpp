@@ -106,8 +106,9 @@ void emit_banner(Ctx& x) {
   }
   x.out += "// " + x.plan.str() + "\n";
   x.out += "// ====================================================================================\n";
-  x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n#define MXJIT_HW_FP8 {}\n",
-                       x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp8() ? 1 : 0);
+  x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n#define MXJIT_HW_FP8 {}\n#define MXJIT_HW_BF16X2 {}\n",
+                       x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp8() ? 1 : 0,
+                       x.target.sm() >= 90 ? 1 : 0);
   for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
     x.out += fmt::format("// ---- templates/{} ----\n", t);
     std::string_view body = template_text(t);
@@ -211,19 +212,17 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
       break;
     case ScaleFormat::e4m3:
       // NVFP4 (DESIGN §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
-      o += "{\n  const float a = mx_float(m), t = mx_tamax;\n";
+      // The per-tensor factors come from tamax_decl (once per thread, not per block).
+      o += "{\n  const float a = mx_float(m);\n";
       if (sn->convention == Nvfp4Convention::te) {
-        o += "  float s_enc = t == 0.0f ? 1.0f : 2688.0f / t;\n";
-        o += "  if (mx_bits(s_enc) == 0x7f800000u) s_enc = mx_float(0x7f7fffffu);\n";
-        o += fmt::format("  byte = mx_e4m3_rne(a * (s_enc * {}));\n", float_literal(1.0 / 6.0));
-        o += "  const float den = mx_decode<4, 3, 1, false>(byte) * (1.0f / s_enc);\n";
+        o += "  byte = mx_e4m3_rne(a * mx_s_enc6);\n";
+        o += "  const float den = mx_decode<4, 3, 1, false>(byte) * mx_s_dec;\n";
         o += "  mult = den == 0.0f ? 0.0f : 1.0f / den;\n";
       } else {
-        o += "  const float per_tensor = t / 2688.0f;\n";
-        o += "  if (per_tensor == 0.0f) { byte = mx_e4m3_rne(mx_float(0x3c800000u)); flag = 1u; }\n";
-        o += "  else {\n    const float ratio = (a / 6.0f) / per_tensor;\n";
+        o += "  if (mx_per_tensor == 0.0f) { byte = mx_e4m3_rne(mx_float(0x3c800000u)); flag = 1u; }\n";
+        o += "  else {\n    const float ratio = (a / 6.0f) / mx_per_tensor;\n";
         o += "    byte = mx_e4m3_rne(mx_fmin_nan(mx_fmax_nan(ratio, mx_float(0x3c800000u)), 448.0f));\n";
-        o += "    mult = (1.0f / per_tensor) / mx_decode<4, 3, 1, false>(byte);\n  }\n";
+        o += "    mult = mx_per_tensor_inv / mx_decode<4, 3, 1, false>(byte);\n  }\n";
       }
       o += "}\n";
       break;
@@ -379,7 +378,15 @@ namespace mxjit::detail {
 std::string tamax_decl(const Ctx& x) {
   for (const NodePtr& sn : x.v.scales)
     if (sn->scale_format == ScaleFormat::e4m3)
-      return "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n";
+      // Both conventions' per-tensor factors (DESIGN §4), as scale_from_amax uses them: TE's
+      // encode scale s_enc = 2688 / amax (1 for amax 0, FLT_MAX for an infinite quotient), with
+      // s_enc / 6 and 1 / s_enc; torchao's per_tensor = amax / 2688 and its reciprocal.
+      return "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n"
+             "  float mx_s_enc = mx_tamax == 0.0f ? 1.0f : 2688.0f / mx_tamax;\n"
+             "  if (mx_bits(mx_s_enc) == 0x7f800000u) mx_s_enc = mx_float(0x7f7fffffu);\n" +
+             fmt::format("  const float mx_s_enc6 = mx_s_enc * {}, mx_s_dec = 1.0f / mx_s_enc;\n", float_literal(1.0 / 6.0)) +
+             "  const float mx_per_tensor = mx_tamax / 2688.0f, mx_per_tensor_inv = 1.0f / mx_per_tensor;\n"
+             "  (void)mx_s_enc6; (void)mx_s_dec; (void)mx_per_tensor; (void)mx_per_tensor_inv;\n";
   return "";
 }
 

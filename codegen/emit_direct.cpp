@@ -36,6 +36,24 @@ int row_step(const Plan& pl) { return pl.pad_r == 128 && pl.unroll == 4 ? 32 : 1
 // Whether tensor input k is read with 16-byte loads (unit stride along ax_c, aligned).
 bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
 
+// The input whose loaded 16-byte words (r<k>_[u][0]) scale s's amax reads two lanes at a time:
+// its root is that bare bf16/f16 input, loaded by vectors; else -1.
+int words_input(const Ctx& x, int s) {
+  const int k = packed_amax_input(x, s);
+  return k >= 0 && vec_input(x, k) ? k : -1;
+}
+
+// The bf16 input whose words quantize q's E2M1 codes come from, on sm_90 (bf16x2 arithmetic, no
+// FP4 cvt): q rounds to nearest-even without flushing, under an E8M0 scale s of that bare input;
+// else -1.
+int e2m1_words_input(const Ctx& x, const NodePtr& q, int s) {
+  if (x.target.sm() < 90 || x.target.hw_fp4_fp6() || q->elem != e2m1 || q->round != Round::nearest_even || q->flush_subnormals ||
+      q->args[1]->scale_format != ScaleFormat::e8m0)
+    return -1;
+  const int k = words_input(x, s);
+  return k >= 0 && x.p.inputs()[size_t(k)].dtype == DType::bf16 ? k : -1;
+}
+
 // Words of 16 bytes per 8-element chunk of a vec input: one for 2-byte types, two for f32.
 int vec_words(DType t) { return t == DType::f32 ? 2 : 1; }
 
@@ -248,8 +266,14 @@ void emit_elems_store(Ctx& x, int o) {
   const int root = x.v.scale_root[size_t(si)];
   const bool fp4 = q->elem.packed();
   x.out += fmt::format("    {{  // output '{}' ({})\n", x.p.outputs()[size_t(o)].name, q->elem.str());
-  emit_packed_codes(x, q, si, fmt::format("v{}", root), 8,
-                    [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ");
+  if (const int k = e2m1_words_input(x, q, si); k >= 0) {
+    x.out += fmt::format("      mx_u32 wd[1];\n      wd[0] = mx_e2m1x8_bf16_finite(r{0}_[u][0].x, r{0}_[u][0].y, r{0}_[u][0].z, r{0}_[u][0].w, mult{1});\n",
+                         k, si);
+    x.out += fmt::format("      if (flag{}) wd[0] = 0u;  // zero and NaN blocks: E2M1 has no NaN code\n", si);
+  } else {
+    emit_packed_codes(x, q, si, fmt::format("v{}", root), 8,
+                      [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ");
+  }
   // Codes and values outputs are dense with ax_c innermost (the plan's rule for this kernel; the
   // launcher checks output strides against the layout): unit stride along ax_c, no multiply.
   std::string off = fp4 ? "(cc >> 1)" : "cc";
@@ -422,9 +446,20 @@ void emit_direct_kernel(Ctx& x) {
   }
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const int root = x.v.scale_root[s];
-    x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n      mx_u32 m = 0u;\n", s);
-    x.out += fmt::format("      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}m = a > m ? a : m; }}\n",
-                         root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "");
+    x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
+    if (const int k = words_input(x, int(s)); k >= 0) {
+      // A bare 16-bit input: the maximum of its loaded words, two lanes per instruction (the
+      // flush of the maximum is the maximum of the flushed values: flushing is monotonic).
+      const char* pmax = x.p.inputs()[size_t(k)].dtype == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
+      const std::string w = fmt::format("r{}_[u][0]", k);
+      x.out += fmt::format("      const mx_u32 pw = {0}({0}({1}.x & 0x7fff7fffu, {1}.y & 0x7fff7fffu), {0}({1}.z & 0x7fff7fffu, {1}.w & 0x7fff7fffu));\n",
+                           pmax, w);
+      x.out += fmt::format("      mx_u32 m = {};\n", widen_half(x, k, "pw", -1));
+      if (x.v.scale_flush[s]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
+    } else {
+      x.out += fmt::format("      mx_u32 m = 0u;\n      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}m = a > m ? a : m; }}\n",
+                           root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "");
+    }
     for (int off = G / 2; off >= 1; off /= 2)
       x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
     x.out += scale_from_amax(x.v.scales[s], "      ");

@@ -190,6 +190,7 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     for (int a = 0; a < rank; ++a) w.push_back(a < int(g.view_strides.size()) ? g.view_strides[size_t(a)] : 0);
   for (const OutputGeometry& g : b.outputs)
     for (int a = 0; a < rank; ++a) w.push_back(a < int(g.logical_shape.size()) ? g.logical_shape[size_t(a)] : 1);
+  const size_t tiles_r_word = w.size();
   w.push_back(tiles_r);
   w.push_back(tiles_c);
   int64_t aux = 0;
@@ -213,7 +214,7 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     const int64_t gx = (b.shape[size_t(plan.ax_c)] + plan.tile_c - 1) / plan.tile_c * plan.cluster;
     if (b.groups + 1 > 65535) throw UsageError(fmt::format("launch: {} groups exceed 65534", b.groups));
     if (gx >= (int64_t(1) << 31)) throw UsageError("launch: the domain is too large for one launch");
-    w[w.size() - 3] = b.groups;  // tiles_r: the number of groups
+    w[tiles_r_word] = b.groups;  // tiles_r: the number of groups
     l->kernel.launch({unsigned(gx), unsigned(b.groups + 1), 1}, {unsigned(plan.threads), 1, 1},
                      unsigned(plan.smem_bytes), stream, args);
     return;

@@ -249,6 +249,59 @@ MX_D mx_u32 mx_e2m1x2_fma_finite(float lo, float hi) {
   return (mx_e2m1_mag_bits(lo) >> 22) | (mx_e2m1_mag_bits(hi) >> 18) | ((mx_bits(lo) >> 28) & 8u) | ((mx_bits(hi) >> 24) & 0x80u);
 }
 
+// ---- E2M1 from bf16 words, two values per instruction (sm_90: bf16x2 arithmetic) -----------
+// mx_e2m1_mag_bits at bf16's precision: with c = 2^max(e, 0), the ulp of a + 64c (7 fraction
+// bits) is E2M1's quantum, so one FMA rounds a = min(|y|, 6) to nearest-even and a second takes
+// 64c back off; times 2^-126 the rounded value is a bf16 pattern whose bits 6..8 are the code
+// (0.5 becomes the subnormal 2^-127). y = v * m for an E8M0 multiplier m (a power of two) is
+// exact in bf16 wherever its code is not 0, so the codes equal mx_e2m1x2_fma_finite's of the
+// FP32 products (host-swept over every bf16 v and every multiplier). No NaN tests (E8M0 NaN
+// blocks are overwritten; see mx_e2m1x2_fma_finite).
+#if MXJIT_HW_BF16X2
+MX_D mx_u32 mx_bmul2(mx_u32 a, mx_u32 b) { mx_u32 d; asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+MX_D mx_u32 mx_bfma2(mx_u32 a, mx_u32 b, mx_u32 c) {
+  mx_u32 d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+MX_D mx_u32 mx_bmin2(mx_u32 a, mx_u32 b) { mx_u32 d; asm("min.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+MX_D mx_u32 mx_bmax2(mx_u32 a, mx_u32 b) { mx_u32 d; asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b)); return d; }
+#else
+// Host twins (the host tests): each half through FP32, exact for these operands, rounded to bf16
+// by RNE (subnormals kept, as the hardware does).
+MX_D float mx_bhalf(mx_u32 w, int h) { return mx_float(h ? (w & 0xffff0000u) : (w << 16)); }
+MX_D mx_u32 mx_bround(float f) { const mx_u32 u = mx_bits(f); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
+MX_D mx_u32 mx_bmul2(mx_u32 a, mx_u32 b) {
+  return mx_bround(mx_bhalf(a, 0) * mx_bhalf(b, 0)) | (mx_bround(mx_bhalf(a, 1) * mx_bhalf(b, 1)) << 16);
+}
+MX_D mx_u32 mx_bfma2(mx_u32 a, mx_u32 b, mx_u32 c) {
+  return mx_bround(mx_bhalf(a, 0) * mx_bhalf(b, 0) + mx_bhalf(c, 0)) |
+         (mx_bround(mx_bhalf(a, 1) * mx_bhalf(b, 1) + mx_bhalf(c, 1)) << 16);
+}
+MX_D mx_u32 mx_bmin2(mx_u32 a, mx_u32 b) {
+  const float a0 = mx_bhalf(a, 0), a1 = mx_bhalf(a, 1), b0 = mx_bhalf(b, 0), b1 = mx_bhalf(b, 1);
+  return mx_bround(a0 < b0 ? a0 : b0) | (mx_bround(a1 < b1 ? a1 : b1) << 16);
+}
+MX_D mx_u32 mx_bmax2(mx_u32 a, mx_u32 b) {
+  const float a0 = mx_bhalf(a, 0), a1 = mx_bhalf(a, 1), b0 = mx_bhalf(b, 0), b1 = mx_bhalf(b, 1);
+  return mx_bround(a0 > b0 ? a0 : b0) | (mx_bround(a1 > b1 ? a1 : b1) << 16);
+}
+#endif
+// Two E2M1 codes of the bf16 pair v (lo half -> low nibble) times m2 (the multiplier in both halves).
+MX_D mx_u32 mx_e2m1x2_bf16_finite(mx_u32 v, mx_u32 m2) {
+  const mx_u32 a = mx_bmin2(mx_bmul2(v, m2) & 0x7fff7fffu, 0x40c040c0u);  // min(|y|, 6)
+  const mx_u32 c = mx_bmax2(a, 0x3f803f80u) & 0x7f807f80u;                 // 2^max(e, 0)
+  const mx_u32 r = mx_bmul2(mx_bfma2(c, 0xc280c280u, mx_bfma2(c, 0x42804280u, a)), 0x00800080u);  // -64, 64, 2^-126
+  return ((r >> 6) & 7u) | ((r >> 18) & 0x70u) | ((v >> 12) & 8u) | ((v >> 24) & 0x80u);
+}
+// Eight codes (one word, element e in nibble e) of the bf16 words w0..w3 times mult (FP32, an
+// E8M0 multiplier: its high half is the bf16 of the same value).
+MX_D mx_u32 mx_e2m1x8_bf16_finite(mx_u32 w0, mx_u32 w1, mx_u32 w2, mx_u32 w3, float mult) {
+  const mx_u32 m2 = (mx_bits(mult) >> 16) * 0x10001u;
+  return mx_e2m1x2_bf16_finite(w0, m2) | (mx_e2m1x2_bf16_finite(w1, m2) << 8) | (mx_e2m1x2_bf16_finite(w2, m2) << 16) |
+         (mx_e2m1x2_bf16_finite(w3, m2) << 24);
+}
+
 #if MXJIT_HW_FP4FP6
 // sm_100a+: FP4 / FP6 pair conversions. FP4: lo -> low nibble; FP6: one code per byte.
 MX_D mx_u32 mx_cvt_e2m1x2(float lo, float hi) {

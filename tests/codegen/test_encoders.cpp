@@ -23,6 +23,7 @@
 #define MXJIT_HW_UE8M0 0
 #define MXJIT_HW_FP4FP6 0
 #define MXJIT_HW_FP8 0
+#define MXJIT_HW_BF16X2 0
 namespace mxjit_host_convert {
 typedef unsigned char mx_u8;
 typedef unsigned short mx_u16;
@@ -38,6 +39,7 @@ inline int __clz(mx_u32 x) { return x ? __builtin_clz(x) : 32; }
 #undef MXJIT_HW_UE8M0
 #undef MXJIT_HW_FP4FP6
 #undef MXJIT_HW_FP8
+#undef MXJIT_HW_BF16X2
 
 namespace {
 
@@ -179,6 +181,33 @@ TEST_CASE("FP4/FP6 pair emulations equal mx_encode_sw, both lanes") {
   check_format<2, 1, 0, false, Lane<e2m1_finite, 4, true, true>>(mxjit::e2m1, "fma finite hi");
   check_format<2, 3, 0, false, Lane<e2m3_finite, 8, true, true>>(mxjit::e2m3, "via e4m3 finite hi");
   check_format<3, 2, 0, false, Lane<e3m2_finite, 8, false, true>>(mxjit::e3m2, "via e5m2 finite lo");
+}
+
+// The MXFP4 encoder of bf16 inputs on sm_90 (bf16x2 arithmetic; here its host twin, which the
+// GPU tests hold to the hardware): every non-NaN bf16 value v in either lane, times every E8M0
+// multiplier, against mx_encode_sw of the FP32 product v * mult (what the FP32 path encodes).
+TEST_CASE("E2M1 from bf16 words equals mx_encode_sw of the FP32 products, every bf16 and multiplier") {
+  using namespace mxjit_host_convert;
+  int64_t checked = 0, mismatches = 0;
+  uint32_t first_v = 0, first_byte = 0;
+  for (uint32_t byte = 0; byte <= 254; ++byte) {
+    const float mult = mx_e8m0_rcp(byte);
+    const mx_u32 m2 = (mx_bits(mult) >> 16) * 0x10001u;
+    for (uint32_t v = 0; v < 0x10000u; ++v) {
+      if ((v & 0x7fffu) > 0x7f80u) continue;  // NaN
+      const float y = mx_float(v << 16) * mult;
+      const uint32_t want = mx_encode_sw<2, 1, 0, false>(y, false, 0u);
+      // v in the low lane beside a partner of 6.0 (code 7), then in the high lane beside -0.5.
+      const uint32_t lo = mx_e2m1x2_bf16_finite(v | 0x40c00000u, m2) & 0xfu, hi = mx_e2m1x2_bf16_finite((v << 16) | 0xbf00u, m2) >> 4;
+      const mx_u32 w = mx_e2m1x8_bf16_finite(v | (v << 16), 0u, 0u, v, mult);
+      const bool ok = lo == want && hi == want && (w & 0xffu) == (want | (want << 4)) && (w >> 24) == want;
+      checked += 4;
+      if (!ok && mismatches++ == 0) first_v = v, first_byte = byte;
+    }
+  }
+  MESSAGE(fmt::format("e2m1 from bf16 words: {} codes checked, {} mismatches", checked, mismatches));
+  INFO(fmt::format("first mismatch: bf16 {:#06x}, scale byte {}", first_v, first_byte));
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("mx_encode_rne: known codes") {
