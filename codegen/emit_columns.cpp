@@ -336,15 +336,15 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
     pk[size_t(s)] = packed_amax_input(x, s);
     if (pk[size_t(s)] < 0) continue;
     const int k = pk[size_t(s)];
-    const char* pmax = x.p.inputs()[size_t(k)].dtype == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
+    const char* pmax = packed_max_fn(x, k);
     if (block_of(x.v.scales[size_t(s)]).axes[0] == pl.ax_r) {
       x.out += fmt::format("{0}mx_u32 pm{1}[4];\n#pragma unroll\n{0}for (int j = 0; j < 4; ++j) {{\n{0}  pm{1}[j] = w{2}[0][j] & 0x7fff7fffu;\n", ind, s, k);
       x.out += fmt::format("#pragma unroll\n{0}  for (int r = 1; r < {1}; ++r) pm{2}[j] = {3}(pm{2}[j], w{4}[r][j] & 0x7fff7fffu);\n{0}}}\n", ind,
                            kRows, s, pmax, k);
     } else {
       x.out += fmt::format("{0}mx_u32 pr{1}[{2}];\n#pragma unroll\n{0}for (int r = 0; r < {2}; ++r)\n", ind, s, kRows);
-      x.out += fmt::format("{0}  pr{1}[r] = {2}({2}(w{3}[r][0] & 0x7fff7fffu, w{3}[r][1] & 0x7fff7fffu), {2}(w{3}[r][2] & 0x7fff7fffu, w{3}[r][3] & 0x7fff7fffu));\n",
-                           ind, s, pmax, k);
+      const std::string w = fmt::format("w{}[r]", k);
+      x.out += fmt::format("{0}  pr{1}[r] = {2};\n", ind, s, packed_abs_max4(x, k, w + "[0]", w + "[1]", w + "[2]", w + "[3]"));
     }
   }
   for (int s = 0; s < int(x.v.scales.size()); ++s) {

@@ -351,6 +351,16 @@ std::string widen_half(const Ctx& x, int k, const std::string& pw, int half) {
   return fmt::format("mx_umax({}, {})", lane(0), lane(1));
 }
 
+const char* packed_max_fn(const Ctx& x, int k) {
+  return x.p.inputs()[size_t(k)].dtype == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
+}
+
+std::string packed_abs_max4(const Ctx& x, int k, const std::string& w0, const std::string& w1, const std::string& w2,
+                            const std::string& w3) {
+  return fmt::format("{0}({0}({1} & 0x7fff7fffu, {2} & 0x7fff7fffu), {0}({3} & 0x7fff7fffu, {4} & 0x7fff7fffu))", packed_max_fn(x, k), w0,
+                     w1, w2, w3);
+}
+
 void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
                       const std::string& ind, bool full_aligned) {
   const bool fp4 = q->elem.packed();

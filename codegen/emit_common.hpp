@@ -137,6 +137,11 @@ int packed_amax_input(const Ctx& x, int s);
 /// C expression: the FP32 bits of 16-bit lane `half` (0 low, 1 high; < 0: the larger of both) of
 /// the packed |x| word `pw` of input k.
 std::string widen_half(const Ctx& x, int k, const std::string& pw, int half);
+/// The NaN-propagating packed max of input k's 16-bit type: "mx_max_bf16x2" or "mx_max_f16x2".
+const char* packed_max_fn(const Ctx& x, int k);
+/// C expression: the packed max of the |x| words w0..w3 of input k (two lanes per instruction).
+std::string packed_abs_max4(const Ctx& x, int k, const std::string& w0, const std::string& w1, const std::string& w2,
+                            const std::string& w3);
 /// Stores wd[] (from emit_packed_codes, n codes) at byte pointer `ob`: one vector store when
 /// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds. With
 /// `full_aligned`, the caller's `full` already implies an aligned `ob` (no per-store check).

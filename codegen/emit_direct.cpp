@@ -450,10 +450,8 @@ void emit_direct_kernel(Ctx& x) {
     if (const int k = words_input(x, int(s)); k >= 0) {
       // A bare 16-bit input: the maximum of its loaded words, two lanes per instruction (the
       // flush of the maximum is the maximum of the flushed values: flushing is monotonic).
-      const char* pmax = x.p.inputs()[size_t(k)].dtype == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
       const std::string w = fmt::format("r{}_[u][0]", k);
-      x.out += fmt::format("      const mx_u32 pw = {0}({0}({1}.x & 0x7fff7fffu, {1}.y & 0x7fff7fffu), {0}({1}.z & 0x7fff7fffu, {1}.w & 0x7fff7fffu));\n",
-                           pmax, w);
+      x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
       x.out += fmt::format("      mx_u32 m = {};\n", widen_half(x, k, "pw", -1));
       if (x.v.scale_flush[s]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
     } else {

@@ -236,7 +236,7 @@ void emit_grouped_vector(Ctx& x) {
   // 2j, 2j+1 (|x| words; NaN-propagating), widened into m[8] after pass 1. The subnormal flush,
   // if any, then applies to the maxima (flushing is monotone: the same result).
   const int pk = packed_amax_input(x, 0);
-  const char* pmax = dt == DType::f16 ? "mx_max_f16x2" : "mx_max_bf16x2";
+  const char* pmax = packed_max_fn(x, k);
   // Folds val[8] into the maxima m[8] (6-space indent).
   auto fold_values = [&] {
     std::string l = "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
