@@ -26,17 +26,22 @@
 // its codes, 4 neighbouring bytes per thread in whole tiles, blocked padding included; so are a
 // dim0+dim1 cast's codes on whole tiles (codes_staged: then the CTA, not the warp, picks the path).
 //
-// Pipelined form (Plan::stages S >= 2, a tuning): persistent CTAs, as many as the GPU holds,
-// walk the tiles blockIdx.x, + gridDim.x, ...; each thread keeps its next S - 1 tiles in flight
-// as cp.async copies into a shared-memory ring and reads back only its own rows (no barrier):
+// Pipelined form (Plan::stages S >= 2, a tuning, sm_90+): persistent CTAs, as many as the GPU
+// holds, walk the tiles blockIdx.x, + gridDim.x, ...; the CTA keeps its next S - 1 whole tiles
+// in flight as bulk copies (the TMA engine, a copy per 256- or 512-byte row) into a ring of S
+// slots in shared memory, each slot's mbarrier counting the bytes landed. Threads read their
+// rows back from the slot (a padded layout, columns_slot_bytes in plan.hpp); tail tiles are
+// not copied and load from global memory as in the one-tile form:
 //
 //   ring slot:   0        1        0        1          (S = 2)
 //   tile:       t0       t1       t2       t3   ...     copy t(i+1), wait for t(i), work on t(i)
 //                \ copy   \ copy   \ copy
 //                 work t0  work t1  work t2
 //
-// The staged scales alternate between two buffers by tile, so one barrier per tile suffices.
-// Not the default: measured slower on an H200 (plan.cpp says why).
+// The barrier before the staged scales' write-out also frees the slot for the copies issued at
+// the next tile's start; the staged scales alternate between two buffers by tile; staged
+// dim0+dim1 codes take a second barrier per tile. Not the default: measured slower on an H200
+// (plan.cpp says why).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -172,7 +177,7 @@ std::vector<CodeOut> code_outputs(const Ctx& x) {
 //     column-wise      swz(L) = ((L >> 3) & 1) << 3   (column groups are 8 columns apart)
 bool codes_staged(const Ctx& x) {
   const Plan& pl = x.plan;
-  if (!row_scale(x) || pl.col_w != 8 || pl.stages != 1 || pl.tile_r != 128 || pl.tile_c != 128 || pl.threads != 256) return false;
+  if (!row_scale(x) || pl.col_w != 8 || pl.tile_r != 128 || pl.tile_c != 128 || pl.threads != 256) return false;
   for (const CodeOut& co : code_outputs(x))
     if (co.bytes != 8) return false;
   return true;
@@ -297,10 +302,11 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     if (x.p.inputs()[k].kind != InputDecl::tensor) continue;
     x.out += fmt::format("{}mx_u32 w{}[{}][4];\n", ind, k, kRows);
-    if (pl.stages > 1) {
-      // Pipelined: the tile's words have landed in the ring (zero-filled out of range).
-      x.out += fmt::format("#pragma unroll\n{0}for (int r = 0; r < {1}; ++r) {{\n{0}  const mx_v16 v = slot[r * {2}];\n", ind, kRows,
-                           pl.threads);
+    if (pl.stages > 1 && fast) {
+      // Pipelined, a whole tile: its rows have landed in the ring slot (this thread's row r at
+      // slot + r * row bytes).
+      x.out += fmt::format("#pragma unroll\n{0}for (int r = 0; r < {1}; ++r) {{\n{0}  const uint4 v = *reinterpret_cast<const uint4*>(slot + r * {2});\n",
+                           ind, kRows, columns_row_bytes(pl));
       x.out += fmt::format("{0}  w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n{0}}}\n", ind, k);
       continue;
     }
@@ -434,27 +440,39 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
   return o;
 }
 
-// Pipelined kernel: the asynchronous copies of tile `t` (if it exists) into ring slot `slot`: each
-// thread its own col_w rows of 16 bytes, zero-filled past the domain; then one commit group
-// (empty past the last tile, so that every thread counts the same groups).
-void emit_prefetch(Ctx& x, const std::string& t, const std::string& slot, const std::string& ind) {
+// The fast path's condition for a tile at (t_r0, t_c0), the same for every thread of the CTA:
+// the tile is whole and every code store aligned.
+std::string whole_tile(const Ctx& x) {
+  const Plan& pl = x.plan;
+  std::string w = fmt::format("t_r0 + {} <= n_r && t_c0 + {} <= n_c", pl.tile_r, pl.tile_c);
+  for (const CodeOut& co : code_outputs(x)) w += " && " + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, co.bytes);
+  return w;
+}
+
+// Pipelined kernel: the lambdas `whole(t_r0, t_c0)` (whole_tile) and `issue(t, j)`, which every
+// thread calls to start the bulk copies of tile t into ring slot j: thread 0 arrives on full[j]
+// expecting the tile's bytes (none when the tile is not whole: the tail path loads it from
+// global memory, and the phase completes at once), and the first R lanes of each warp copy a
+// row each (R = tile_r / warps) to its padded place (columns_slot_bytes). A bulk copy takes
+// uniform operands, so a warp issues its lanes' copies one after another: all 128 rows from one
+// warp kept it ~5000 cycles per tile while the others waited at the CTA barrier (ncu, H200).
+void emit_issue(Ctx& x) {
   const Plan& pl = x.plan;
   int k = -1;
   for (size_t i = 0; i < x.p.inputs().size(); ++i)
     if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
-  x.out += fmt::format("{}if ({} < n_tiles) {{\n", ind, t);
-  const std::string in2 = ind + "  ";
-  x.out += tile_coords(x, t, in2);
-  x.out += fmt::format("{}const mx_u16* const p = static_cast<const mx_u16*>(P.in[{}]) + ({});\n", in2, k, x.in_offset(k, "0", "0"));
-  x.out += fmt::format("{}const mx_i64 rs = P.in_stride[{}][{}];\n", in2, k, pl.ax_r);
-  x.out += fmt::format("{}const unsigned cb = c0 >= n_c ? 0u : (n_c - c0 >= 8 ? 16u : unsigned(n_c - c0) * 2u);  // bytes per row\n",
-                       in2);
-  x.out += fmt::format("{}mx_v16* const d = ring + ({}) * {} + threadIdx.x;\n", in2, slot, pl.col_w * pl.threads);
-  x.out += fmt::format("#pragma unroll\n{0}for (int r = 0; r < {1}; ++r) {{\n{0}  const unsigned b = r0 + r < n_r ? cb : 0u;\n", in2,
-                       pl.col_w);
-  x.out += fmt::format("{0}  mx_cp_async16(d + r * {1}, b ? static_cast<const void*>(p + r * rs) : P.in[{2}], b);\n{0}}}\n", in2,
-                       pl.threads, k);
-  x.out += ind + "}\n" + ind + "mx_cp_async_commit();\n";
+  const int rb = columns_row_bytes(pl), per_warp = pl.tile_r / (pl.threads / 32);
+  x.out += fmt::format("  auto whole = [&](int t_r0, int t_c0) {{ return {}; }};\n", whole_tile(x));
+  x.out += "  auto issue = [&](unsigned t, int j) {\n";
+  x.out += tile_coords(x, "t", "    ");
+  x.out += fmt::format("    const bool ok = whole(t_r0, t_c0);\n    if (threadIdx.x == 0) mx_mbar_expect(&full[j], ok ? {}u : 0u);\n",
+                       pl.tile_r * rb);
+  x.out += fmt::format("    if (!ok || lane >= {}) return;\n    const int i = warp * {} + lane;  // the row\n", per_warp, per_warp);
+  x.out += fmt::format("    const mx_u8* const src = reinterpret_cast<const mx_u8*>(static_cast<const mx_u16*>(P.in[{}]) + ({}));\n", k,
+                       x.in_offset(k, "i - lane_r0", "-lane_c0"));
+  x.out += fmt::format("    mx_bulk_load(ring + j * {} + i * {} + 16 * (i / {}), src, {}u, &full[j]);\n", columns_slot_bytes(pl), rb,
+                       pl.col_w, rb);
+  x.out += "  };\n";
 }
 
 void emit_columns_kernel(Ctx& x) {
@@ -499,26 +517,25 @@ void emit_columns_kernel(Ctx& x) {
     for (const CodeOut& co : code_outputs(x)) x.out += fmt::format("  __shared__ __align__(16) mx_u8 q{}_tile[128 * 128];\n", co.o);
   std::string ind = "  ";
   if (pipe) {
-    x.out += "  extern __shared__ float4 mx_smem4[];\n";
-    x.out += fmt::format("  mx_v16* const ring = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}][{}]: tiles in flight, each thread's rows\n",
-                         S, kRows, pl.threads);
+    const int slot_bytes = columns_slot_bytes(pl);
+    x.out += fmt::format("  extern __shared__ __align__(128) mx_u8 ring[];  // [{}][{}]: tiles in flight (columns_slot_bytes)\n", S, slot_bytes);
+    x.out += fmt::format("  __shared__ __align__(8) mx_u64 full[{}];  // per slot: its copies have landed (phase: the slot's use count & 1)\n", S);
     std::string n_tiles = "unsigned(P.tiles_r) * unsigned(P.tiles_c)";
     for (int a : pl.batch_axes) n_tiles += fmt::format(" * unsigned(P.shape[{}])", a);
     x.out += fmt::format("  const unsigned n_tiles = {};\n", n_tiles);
+    x.out += fmt::format("  if (threadIdx.x == 0) {{\n    for (int j = 0; j < {}; ++j) mx_mbar_init(&full[j], 1);\n    mx_mbar_init_fence();\n  }}\n  __syncthreads();\n", S);
+    emit_issue(x);
     x.out += fmt::format("  // Persistent CTAs: tiles blockIdx.x, + gridDim.x, ...; the next {} of them in flight.\n", S - 1);
-    for (int j = 0; j < S - 1; ++j) {
-      x.out += "  {\n";
-      emit_prefetch(x, fmt::format("blockIdx.x + {}u * gridDim.x", j), std::to_string(j), "    ");
-      x.out += "  }\n";
-    }
+    x.out += fmt::format("  for (int j = 0; j < {}; ++j)\n    if (blockIdx.x + j * gridDim.x < n_tiles) issue(blockIdx.x + j * gridDim.x, j);\n", S - 1);
     x.out += "  unsigned it = 0;  // this CTA's tile count: ring slot it % stages, staged scales it & 1\n";
-    x.out += "  for (unsigned tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {\n    {\n";
-    emit_prefetch(x, fmt::format("tile + {}u * gridDim.x", S - 1), fmt::format("(it + {}) % {}", S - 1, S), "      ");
-    x.out += fmt::format("    }}\n    mx_cp_async_wait<{}>();  // this tile's copies have landed (this thread's own: no barrier)\n", S - 1);
-    x.out += fmt::format("    const mx_v16* const slot = ring + (it % {}) * {} + threadIdx.x;\n", S, kRows * pl.threads);
+    x.out += "  for (unsigned tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {\n";
+    x.out += fmt::format("    if (tile + {0}u * gridDim.x < n_tiles) issue(tile + {0}u * gridDim.x, (it + {0}) % {1});\n", S - 1, S);
     for (const auto& [name, type] : staged) x.out += fmt::format("    {0}* const {1} = {1}_buf[it & 1];\n", type, name);
     ind = "    ";
     x.out += tile_coords(x, "tile", ind);
+    x.out += fmt::format("    const bool fast = whole(t_r0, t_c0);\n    mx_mbar_wait(&full[it % {0}], (it / {0}) & 1);\n", S);
+    x.out += fmt::format("    const mx_u8* const slot = ring + (it % {}) * {} + lane_r0 * {} + 16 * (lane_r0 / {}) + lane_c0 * 2;  // this thread's first row\n",
+                         S, slot_bytes, columns_row_bytes(pl), kRows);
   } else {
     x.out += tile_coords(x, "blockIdx.x", ind);
   }
@@ -530,34 +547,55 @@ void emit_columns_kernel(Ctx& x) {
   for (const CodeOut& co : code_outputs(x))
     fast += " && " + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, co.bytes);
   // Staged codes: the CTA takes one path (the copy-out below needs every warp's codes).
-  if (stage_codes) x.out += fmt::format("{}const bool fast = __syncthreads_and({});\n{}if (fast) {{\n", ind, fast, ind);
+  // Pipelined: `fast` is whole(t_r0, t_c0), declared above (CTA-uniform).
+  if (pipe) x.out += ind + "if (fast) {\n";
+  else if (stage_codes) x.out += fmt::format("{}const bool fast = __syncthreads_and({});\n{}if (fast) {{\n", ind, fast, ind);
   else x.out += fmt::format("{}if (__all_sync(0xffffffffu, {})) {{\n", ind, fast);
   emit_body(x, true, along_c, lanes_r, ind + "  ");
   x.out += ind + "} else {\n";
   emit_body(x, false, along_c, lanes_r, ind + "  ");
   x.out += ind + "}\n";
+  // Pipelined: this barrier also frees the tile's ring slot for the copies issued next.
+  if (pipe && staged.empty() && !stage_codes) x.out += ind + "__syncthreads();\n";
   if (!staged.empty() || stage_codes) {
     x.out += ind + "__syncthreads();\n" + ind + "{\n";
     x.out += fmt::format("{0}  const int r0 = t_r0, c0 = t_c0, nr = n_r - r0 < {1} ? n_r - r0 : {1}, nc = n_c - c0 < {2} ? n_c - c0 : {2};\n",
                          ind, pl.tile_r, pl.tile_c);
     if (stage_codes) {
-      // Half-warp h of the CTA copies lines h, h + 16, ...: one 8-byte chunk per lane.
-      x.out += fmt::format("{0}  if (fast) {{\n{0}    const int j = threadIdx.x & 15, L0 = threadIdx.x >> 4;\n", ind);
-      for (const CodeOut& co : code_outputs(x)) {
-        const std::string r = co.along_r ? "(j << 3)" : "L0", c = co.along_r ? "L0" : "(j << 3)";
-        x.out += fmt::format("{0}    mx_u8* d{1} = static_cast<mx_u8*>(P.out[{1}]) + ({2});\n{0}    const mx_i64 step{1} = 16 * P.out_stride[{1}][{3}];\n",
-                             ind, co.o, x.out_offset(co.o, r, c), co.along_r ? pl.ax_c : pl.ax_r);
-      }
-      x.out += fmt::format("#pragma unroll\n{0}    for (int i = 0; i < 8; ++i) {{\n{0}      const int L = i * 16 + L0;\n", ind);
+      // A line is 128 / B lanes' B-byte chunks (B = 16 where every code output is 16-byte
+      // aligned, else 8): the CTA copies 256 / (128 / B) lines at a time, lines L0, L0 + that, ...
+      // The swizzles are even, so a 16-byte chunk (8-byte chunks 2m, 2m + 1) stays whole.
+      // 16-byte chunks halve the copy-out's instructions.
+      auto copy_out = [&](int B, const std::string& in2) {
+        const int lanes = 128 / B, lines = pl.threads / lanes;
+        const char* type = B == 16 ? "uint4" : "uint2";
+        x.out += fmt::format("{0}const int j = threadIdx.x & {1}, L0 = threadIdx.x / {2};\n", in2, lanes - 1, lanes);
+        for (const CodeOut& co : code_outputs(x)) {
+          const std::string along = fmt::format("(j * {})", B), r = co.along_r ? along : "L0", c = co.along_r ? "L0" : along;
+          x.out += fmt::format("{0}mx_u8* d{1} = static_cast<mx_u8*>(P.out[{1}]) + ({2});\n{0}const mx_i64 step{1} = {3} * P.out_stride[{1}][{4}];\n",
+                               in2, co.o, x.out_offset(co.o, r, c), lines, co.along_r ? pl.ax_c : pl.ax_r);
+        }
+        x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const int L = i * {2} + L0;\n", in2, 128 / lines, lines);
+        for (const CodeOut& co : code_outputs(x))
+          x.out += fmt::format("{0}  *reinterpret_cast<{1}*>(d{2}) = *reinterpret_cast<const {1}*>(&q{2}_tile[L * 128 + (((j * {3}) ^ {4}) << 3)]);\n"
+                               "{0}  d{2} += step{2};\n", in2, type, co.o, B / 8, code_swizzle(co.along_r, "L"));
+        x.out += in2 + "}\n";
+      };
+      std::string al16;
       for (const CodeOut& co : code_outputs(x))
-        x.out += fmt::format("{0}      *reinterpret_cast<uint2*>(d{1}) = *reinterpret_cast<const uint2*>(&q{1}_tile[L * 128 + ((j ^ {2}) << 3)]);\n"
-                             "{0}      d{1} += step{1};\n", ind, co.o, code_swizzle(co.along_r, "L"));
-      x.out += fmt::format("{0}    }}\n{0}  }}\n", ind);
+        al16 += (al16.empty() ? "" : " && ") + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, 16);
+      x.out += fmt::format("{0}  if (fast && {1}) {{\n", ind, al16);
+      copy_out(16, ind + "    ");
+      x.out += fmt::format("{0}  }} else if (fast) {{\n", ind);
+      copy_out(8, ind + "    ");
+      x.out += ind + "  }\n";
     }
     for (int o = 0; o < int(x.p.outputs().size()); ++o)
       if (x.p.outputs()[size_t(o)].kind == OutputKind::scales) emit_tile_scales(x, o);
     x.out += ind + "}\n";
   }
+  // Staged codes: the next tile's body must not overwrite them before they are copied out.
+  if (pipe && stage_codes) x.out += ind + "__syncthreads();\n";
   if (pipe) x.out += "  }\n";
   x.out += "}\n";
 }

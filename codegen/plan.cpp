@@ -410,28 +410,36 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     // Warps stacked along ax_r until they cover 128 rows, the rest side by side along ax_c.
     const int lanes_r = columns_lanes_r(plan.col_w, along_c), warps_r = plan.tile_r / (lanes_r * plan.col_w);
     plan.tile_c = (plan.threads / 32 / warps_r) * (32 / lanes_r) * 8;
-    // Pipelined (stages >= 2) is a tuning, not the default. It was built for dim0+dim1, whose
-    // warps wait on their loads half the time with one tile per CTA (ncu, H200, 16384^2: 49%
-    // issue, 4.8 of 16 cycles between issues on the long scoreboard), and it removes that wait
-    // (1.4 cycles), but measured slower: 472-480 us against 369 (explore: 455-480 for every
-    // stage count and CTAs per SM). It issues 17% more instructions (the copies' addresses, the
-    // shared-memory reads), stalls on the MIO queue and shared-memory reads instead (short
-    // scoreboard 1.6 -> 3.0 cycles), holds 3 CTAs per SM instead of 4, and its copies read
-    // whole 128-byte lines where a warp wants 64 bytes of a row (L2 read sectors 29.2 M vs 16.8 M).
+    // Pipelined (stages >= 2: persistent CTAs, bulk copies into a ring, emit_columns.cpp) is a
+    // tuning, not the default. It removes the one-tile form's wait on its loads (ncu, H200,
+    // dim0+dim1 16384^2: 5.1 of 16 cycles between a warp's issues on the long scoreboard), but
+    // measured slower: 346.5 / 322.7 us (linear / blocked scales; 3 stages 358.4 / 359.9)
+    // against 318.8 / 309.3 in one run. The ring and the staged codes (100 KiB per CTA) leave 2
+    // CTAs per SM (22% of the warps active), and the copies add instructions (170.7 M against
+    // 154.7 M: a copy takes uniform operands, so each warp issues its 16 rows' copies one lane
+    // after another). With the codes staged in the tile's own slot (3 CTAs per SM): 357.1 /
+    // 334.7 us, 182.6 M instructions. dim1 at 8 rows per thread: 221.7 us against 205.0.
+    // The cp.async ring it replaced measured 472-480 us against 369 at the time.
     plan.stages = tuning.stages ? tuning.stages : 1;
     if (plan.stages < 1 || plan.stages > 4) throw UsageError(fmt::format("tuning: stages {} must be 1..4", plan.stages));
-    // The ring: stages tiles of col_w rows x 16 bytes per thread (dynamic); the staged scales are
-    // static (emit_columns.cpp).
-    plan.smem_bytes = plan.stages > 1 ? plan.stages * plan.col_w * plan.threads * 16 : 0;
+    if (plan.stages > 1 && target.sm() < 90)
+      throw UsageError(fmt::format("tuning: stages {} needs sm_90 or newer (bulk copies); the target is {}", plan.stages, target.arch));
+    plan.smem_bytes = plan.stages > 1 ? plan.stages * columns_slot_bytes(plan) : 0;
+    // Static shared memory besides the ring: the staged scales (double-buffered when pipelined)
+    // and, for dim0+dim1 with 8-bit codes, the two 16 KiB staged code tiles.
+    bool packed = false;
+    for (const NodePtr& q : values.quantizes) packed = packed || q->elem.packed();
+    const int static_smem = 4096 + (along_c && plan.col_w == 8 && !packed ? 32768 : 0);
+    const int per_cta = plan.smem_bytes + static_smem + 1024;  // 1 KiB reserved per CTA
     // 16 rows: 2 CTAs per SM (<= 128 registers; fewer spill the 64-word tile, H200 sweep);
     // 8 rows with a row-wise scale: 4 (64 registers; see col_w above). Pipelined: as many as
     // the rings fit (at most 4).
     plan.min_blocks = tuning.min_blocks   ? tuning.min_blocks
-                      : plan.stages > 1 ? std::clamp(228 * 1024 / (plan.smem_bytes + 4096), 1, 4)
+                      : plan.stages > 1 ? std::clamp(228 * 1024 / per_cta, 1, 4)
                       : along_c && plan.col_w == 8 ? 4 : 2;
-    if (int64_t(plan.min_blocks) * (plan.smem_bytes + 4096) > 228 * 1024)
-      throw UsageError(fmt::format("tuning: {} CTAs per SM with a {}-byte ring ({} stages) exceed the SM's shared memory",
-                                   plan.min_blocks, plan.smem_bytes, plan.stages));
+    if (int64_t(plan.min_blocks) * per_cta > 228 * 1024)
+      throw UsageError(fmt::format("tuning: {} CTAs per SM with a {}-byte ring ({} stages) and {} bytes of other shared memory exceed the SM's 228 KiB",
+                                   plan.min_blocks, plan.smem_bytes, plan.stages, static_smem + 1024));
     plan.row_stride = 0;
   }
   plan.kernel_name = "mxjit_" + p.hash().hex().substr(0, 16);

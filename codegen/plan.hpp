@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-15";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-16";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -47,7 +47,7 @@ struct Tuning {
   int unroll = 0;      ///< direct: chunks per thread
   bool force_tiled = false;  ///< use the tiled kernel even where the direct one applies
   int cluster = 0;     ///< grouped vector kernel: CTAs sharing one group (a thread-block cluster)
-  int stages = 0;      ///< columns kernel: tiles in flight per CTA (1: one tile per CTA; 2-3: persistent, cp.async ring)
+  int stages = 0;      ///< columns kernel: tiles in flight per CTA (1: one tile per CTA; 2-4: persistent, a ring of bulk copies, sm_90+)
   /// Canonical text ("tune(64,128,0,4,1,16,0,0,0,0)"), part of the kernel key and what the tuner
   /// stores. parse() also takes the older eight- and nine-field forms (cluster, stages 0).
   std::string str() const;
@@ -87,8 +87,9 @@ struct Plan {
   int smem_bytes = 0;             ///< dynamic shared memory per CTA
   int cluster = 1;                ///< grouped vector kernel: CTAs per cluster, splitting each group's rows
   /// columns: 1 = one tile per CTA, loaded into registers; S >= 2 = persistent CTAs (as many as
-  /// fit the GPU) walking the tiles, each thread's next S - 1 tiles in flight as cp.async copies
-  /// into a shared-memory ring of S tiles (smem_bytes), so loads overlap the current tile's work.
+  /// fit the GPU) walking the tiles, the CTA's next S - 1 whole tiles in flight as bulk copies
+  /// (sm_90+) into a shared-memory ring of S tiles (smem_bytes), so loads overlap the current
+  /// tile's work without holding registers.
   int stages = 1;
   /// direct, with blocked scales: the grid also covers the scale matrices' padding, so the kernel
   /// writes its zeros (no memset): rows of the innermost row axis rounded up to pad_r, block
@@ -108,6 +109,18 @@ struct Plan {
 /// ax_c (`along_c`, the dim0 half of a dim0+dim1 cast): then 8, so that its 32 columns are 4
 /// lanes of one warp row.
 inline int columns_lanes_r(int col_w, bool along_c) { return along_c ? 8 : 128 / col_w; }
+
+/// The columns kernel's pipelined ring: a slot holds one tile, tile_r rows of tile_c 2-byte
+/// elements as the bulk copies leave them (a copy per row), each row shifted by 16 bytes per
+/// col_w rows, so that a quarter-warp's 8 lanes (8 row groups, one column group) read 8
+/// different 16-byte bank groups:
+///
+///   row i at  i * row_bytes + 16 * (i / col_w)       (col_w = 8, 256-byte rows:)
+///   rows 0-7    bytes    0 .. 2047                   bank group 0 at each row's column 0
+///   rows 8-15   bytes 2064 .. 4111  (+16)            bank group 1
+///   ...
+inline int columns_row_bytes(const Plan& p) { return p.tile_c * 2; }
+inline int columns_slot_bytes(const Plan& p) { return p.tile_r * columns_row_bytes(p) + 16 * (p.tile_r / p.col_w); }
 
 /// True when the direct kernel reads dequantize node `n` a chunk at a time: its blocks run along
 /// ax_c in multiples of 8 (a chunk of 8 elements has one scale), and its codes are unit-stride and

@@ -42,6 +42,34 @@ template <int N>
 MX_D void mx_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 #endif
 
+#if __CUDA_ARCH__ >= 900
+// Bulk copies global -> shared (sm_90+, the TMA engine): one instruction moves `bytes` (a
+// multiple of 16, both addresses 16-byte aligned) and, when they have landed, completes that
+// many bytes of transaction on mbarrier `bar`. A warp waits for a phase of the barrier by its
+// parity; `expect` arrives once and announces the bytes the phase's copies will bring (0: the
+// phase completes at this arrival, with nothing copied).
+MX_D unsigned mx_smem_addr(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
+MX_D void mx_mbar_init(mx_u64* bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mx_smem_addr(bar)), "r"(arrivals) : "memory");
+}
+// After the barriers' init, before any thread or copy uses them (then a CTA barrier).
+MX_D void mx_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory"); }
+MX_D void mx_mbar_expect(mx_u64* bar, unsigned bytes) {
+  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}" ::"r"(mx_smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+MX_D void mx_mbar_wait(mx_u64* bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(mx_smem_addr(bar)), "r"(parity) : "memory");
+}
+MX_D void mx_bulk_load(void* dst, const void* src, unsigned bytes, mx_u64* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(mx_smem_addr(dst)), "l"(src), "r"(bytes), "r"(mx_smem_addr(bar)) : "memory");
+}
+#endif
+
 // Scalar element loads, widened to FP32 exactly.
 MX_D float mx_ld_bf16(const void* p, mx_i64 i) { return mx_bf16_to_f32(static_cast<const mx_u16*>(p)[i]); }
 MX_D float mx_ld_f16(const void* p, mx_i64 i) { return mx_f16_to_f32(static_cast<const mx_u16*>(p)[i]); }

@@ -2,7 +2,9 @@
 // and sm_100a; the sm_100a code uses the hardware FP4/FP6/E8M0 conversions and sm_90a does not;
 // generated source is self-contained, stable and carries its banner.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <future>
 #include <tuple>
 #include <vector>
@@ -217,8 +219,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "1bcc5c02296229bb343ff75078a06fd1");
-  CHECK(b == "b479d6499f543cfbca50c86fd417f42c");
+  CHECK(a == "541da971dd9ba98fa43fade7d66e0d14");
+  CHECK(b == "2c93769e6c506ad49e141c28ece41df3");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
@@ -307,17 +309,19 @@ TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
 }
 
 // The columns kernel's pipelined form (Plan::stages >= 2, a tuning): persistent CTAs over a
-// shared-memory ring of cp.async copies. Its ring sizes the dynamic shared memory and caps CTAs
-// per SM; a ring too large for the CTAs asked for is refused by name; every stage count compiles
-// for both arches without spills, for dim1, dim0+dim1 and 3-D per-expert casts.
+// shared-memory ring filled by bulk copies. Its ring sizes the dynamic shared memory and caps
+// CTAs per SM; a ring too large for the CTAs asked for is refused by name, and so is a target
+// without bulk copies; every stage count compiles for both arches without spills, for dim1,
+// dim0+dim1 and 3-D per-expert casts.
 TEST_CASE("columns kernel pipelined: ring size, CTAs per SM, refusal, compiles without spills") {
   const Target t = Target::parse("sm_90a");
   for (const auto& [name, p] : variants()) {
     if (name != "dim0+dim1" && name != "3-D expert") continue;
     CAPTURE(name);
+    const bool fused = name == "dim0+dim1";
     const Plan base = make_plan(p, t, default_stride_class(p));
     CHECK(base.kind == Plan::Kind::columns);
-    CHECK(base.stages == 1);  // the default: measured faster (plan.cpp)
+    CHECK(base.stages == 1);
     CHECK(base.smem_bytes == 0);
     for (int stages : {2, 3}) {
       Tuning tu;
@@ -325,12 +329,17 @@ TEST_CASE("columns kernel pipelined: ring size, CTAs per SM, refusal, compiles w
       tu.col_w = 8;
       const Plan pl = make_plan(p, t, default_stride_class(p), tu);
       CHECK(pl.stages == stages);
-      CHECK(pl.smem_bytes == stages * 8 * pl.threads * 16);
-      CHECK(pl.min_blocks == std::min(4, 228 * 1024 / (pl.smem_bytes + 4096)));
+      // 128 rows of tile_c bf16 and 16 bytes per 8 rows
+      CHECK(columns_slot_bytes(pl) == 128 * pl.tile_c * 2 + 16 * 16);
+      CHECK(pl.smem_bytes == stages * columns_slot_bytes(pl));
+      const int per_cta = pl.smem_bytes + 4096 + (fused ? 32768 : 0) + 1024;
+      CHECK(pl.min_blocks == std::clamp(228 * 1024 / per_cta, 1, 4));
       CHECK(Plan::parse(pl.str()).str() == pl.str());
       const std::string src = generate(p, t, default_stride_class(p), tu).source;
-      CHECK(src.find("mx_cp_async_wait<" + std::to_string(stages - 1) + ">();") != std::string::npos);
+      CHECK(src.find(fmt::format("mx_mbar_wait(&full[it % {0}], (it / {0}) & 1);", stages)) != std::string::npos);
+      CHECK(src.find("mx_bulk_load(ring + j * " + std::to_string(columns_slot_bytes(pl))) != std::string::npos);
       CHECK(src.find("for (unsigned tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it)") != std::string::npos);
+      CHECK((src.find("q0_tile[") != std::string::npos) == fused);  // codes staged in the fused cast
       for (const char* arch : {"sm_90a", "sm_100a"}) {
         CAPTURE(arch);
         CompileOptions o;
@@ -344,11 +353,14 @@ TEST_CASE("columns kernel pipelined: ring size, CTAs per SM, refusal, compiles w
     too_many.col_w = 16;
     too_many.min_blocks = 2;  // 2 x 128 KiB rings
     CHECK_THROWS_WITH_AS(make_plan(p, t, default_stride_class(p), too_many),
-                         doctest::Contains("2 CTAs per SM with a 131072-byte ring (2 stages) exceed the SM's shared memory"),
-                         UsageError);
+                         doctest::Contains("2 CTAs per SM with a 131328-byte ring (2 stages)"), UsageError);
     Tuning bad;
     bad.stages = 5;
     CHECK_THROWS_WITH_AS(make_plan(p, t, default_stride_class(p), bad), doctest::Contains("stages 5 must be 1..4"), UsageError);
+    Tuning old_arch;
+    old_arch.stages = 2;
+    CHECK_THROWS_WITH_AS(make_plan(p, Target::parse("sm_80"), default_stride_class(p), old_arch),
+                         doctest::Contains("stages 2 needs sm_90 or newer (bulk copies); the target is sm_80"), UsageError);
   }
 }
 

@@ -202,7 +202,8 @@ TEST_CASE("whole tiles store their scales 4 bytes at a time; one scale per lane;
   // Tiles staged in shared memory write whole tiles' scales as 4-byte words (outputs on rotated
   // threads) and partial tiles byte by byte: shapes with both, linear scales whose rows are not
   // 4-byte multiples (520 columns: 17 blocks per row, so words fall unaligned and take the byte
-  // fallback), outputs 1 byte past alignment, MN-major blocked, 3-D batches, and a tuning whose
+  // fallback), outputs 1 byte past alignment (and 8: dim0+dim1 then copies its staged codes out
+  // 8 bytes per lane), MN-major blocked, 3-D batches, and a tuning whose
   // tile has 8 rows per thread.
   int n = 0;
   const std::vector<std::vector<int64_t>> shapes = {{256, 256}, {640, 520}, {300, 1000}, {129, 384}};
@@ -210,7 +211,7 @@ TEST_CASE("whole tiles store their scales 4 bytes at a time; one scale per lane;
     const Pipeline fused = dim0_dim1(ScaleRule::rceil, sl);
     const Pipeline dim1 = single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::floor, layout::col_major(), sl);
     for (const auto& sh : shapes)
-      for (size_t shift : {size_t(0), size_t(1)}) {
+      for (size_t shift : {size_t(0), size_t(1), size_t(8)}) {  // 8: whole tiles' codes copied out 8 bytes a lane, not 16
         CHECK(run_case(fused, sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, {}, shift) == 0);
         CHECK(run_case(dim1, sh, uint64_t(n + 1), n % 2 == 1, {}, DType::bf16, {}, shift) == 0);
         n += 2;
@@ -261,11 +262,12 @@ TEST_CASE("whole tiles store their scales 4 bytes at a time; one scale per lane;
   MESSAGE("tile-scale word, scale-per-lane and direct-row cases: " << n);
 }
 
-TEST_CASE("columns kernel pipelined: persistent CTAs over a cp.async ring of 2 and 3 tiles") {
+TEST_CASE("columns kernel pipelined: persistent CTAs over a ring of bulk copies, 2 and 3 tiles") {
   MXJIT_REQUIRE_GPU();
   // Persistent CTAs (as many as fit the GPU) walk the tiles: shapes with more tiles than CTAs
-  // (1300 x 5200: 451 tiles of 128 x 128) give CTAs several tiles, ring slots and staged-scale
-  // buffers in turn; tails (rows, columns, both) zero-fill the copies; outputs 1 byte past
+  // (1300 x 5200: 451 tiles of 128 x 128; 16384 x 1024: 1024 tiles) give CTAs several tiles,
+  // ring slots, barrier phases and staged-scale buffers in turn; tail tiles (rows, columns,
+  // both) are not copied and load from global memory between copied ones; outputs 1 byte past
   // alignment take the guarded path inside the loop; 3-D batches decode per tile.
   const Pipeline fused_blocked = dim0_dim1(ScaleRule::floor, layout::blocked_128x4());
   const Pipeline fused_linear = dim0_dim1(ScaleRule::floor, layout::linear());
@@ -277,8 +279,8 @@ TEST_CASE("columns kernel pipelined: persistent CTAs over a cp.async ring of 2 a
   for (int stages : {2, 3}) {
     detail::Tuning t;
     t.stages = stages;
-    t.min_blocks = stages == 2 ? 3 : 2;
-    for (auto sh : std::vector<std::vector<int64_t>>{{1300, 5200}, {256, 256}, {33, 32}, {200, 136}, {64, 520}}) {
+    t.min_blocks = 0;  // as many as the ring and the staged codes fit
+    for (auto sh : std::vector<std::vector<int64_t>>{{1300, 5200}, {16384, 1024}, {256, 256}, {33, 32}, {200, 136}, {64, 520}}) {
       CHECK(run_case(fused_blocked, sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, t, n % 3 == 2 ? 1 : 0) == 0);
       ++n;
       CHECK(run_case(fused_linear, sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, t) == 0);
