@@ -161,6 +161,15 @@ std::vector<CodeOut> code_outputs(const Ctx& x) {
   return r;
 }
 
+// True (a C expression) when every code output's stores of `bytes` bytes (0: its own store
+// width) are aligned (stores_aligned, joined by &&); "true" without code outputs.
+std::string codes_aligned(const Ctx& x, int bytes = 0) {
+  std::string all;
+  for (const CodeOut& co : code_outputs(x))
+    all += (all.empty() ? "" : " && ") + stores_aligned(x, co.o, co.along_r ? x.plan.ax_r : x.plan.ax_c, bytes ? bytes : co.bytes);
+  return all.empty() ? "true" : all;
+}
+
 // dim0+dim1 (a row-wise scale, 8 rows per thread, 128 x 128 tiles, 8-byte code stores): each
 // whole tile's codes are staged in shared memory and leave as whole 128-byte lines, a row (or a
 // column) per half-warp. Stored straight from the registers, a warp's store wrote 8 rows x 32
@@ -175,13 +184,7 @@ std::vector<CodeOut> code_outputs(const Ctx& x) {
 //   half-warp reading one line's 16 chunks covers them too:
 //     row-wise codes   swz(L) = ((L >> 3) & 7) << 1   (row groups are 8 rows apart)
 //     column-wise      swz(L) = ((L >> 3) & 1) << 3   (column groups are 8 columns apart)
-bool codes_staged(const Ctx& x) {
-  const Plan& pl = x.plan;
-  if (!row_scale(x) || pl.col_w != 8 || pl.tile_r != 128 || pl.tile_c != 128 || pl.threads != 256) return false;
-  for (const CodeOut& co : code_outputs(x))
-    if (co.bytes != 8) return false;
-  return true;
-}
+bool codes_staged(const Ctx& x) { return columns_stage_codes(x.p, x.v, x.plan); }
 
 std::string code_swizzle(bool along_r, const std::string& line) {
   return along_r ? fmt::format("((({} >> 3) & 1) << 3)", line) : fmt::format("((({} >> 3) & 7) << 1)", line);
@@ -444,9 +447,7 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
 // the tile is whole and every code store aligned.
 std::string whole_tile(const Ctx& x) {
   const Plan& pl = x.plan;
-  std::string w = fmt::format("t_r0 + {} <= n_r && t_c0 + {} <= n_c", pl.tile_r, pl.tile_c);
-  for (const CodeOut& co : code_outputs(x)) w += " && " + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, co.bytes);
-  return w;
+  return fmt::format("t_r0 + {} <= n_r && t_c0 + {} <= n_c && {}", pl.tile_r, pl.tile_c, codes_aligned(x));
 }
 
 // Pipelined kernel: the lambdas `whole(t_r0, t_c0)` (whole_tile) and `issue(t, j)`, which every
@@ -543,9 +544,7 @@ void emit_columns_kernel(Ctx& x) {
                        ind, kRows, kCols);
   // The fast path: every thread of the warp has whole tiles and every code store is aligned
   // (warp-uniform: both paths shuffle across the warp).
-  std::string fast = "rows_full && cols_full";
-  for (const CodeOut& co : code_outputs(x))
-    fast += " && " + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, co.bytes);
+  const std::string fast = "rows_full && cols_full && " + codes_aligned(x);
   // Staged codes: the CTA takes one path (the copy-out below needs every warp's codes).
   // Pipelined: `fast` is whole(t_r0, t_c0), declared above (CTA-uniform).
   if (pipe) x.out += ind + "if (fast) {\n";
@@ -581,10 +580,7 @@ void emit_columns_kernel(Ctx& x) {
                                "{0}  d{2} += step{2};\n", in2, type, co.o, B / 8, code_swizzle(co.along_r, "L"));
         x.out += in2 + "}\n";
       };
-      std::string al16;
-      for (const CodeOut& co : code_outputs(x))
-        al16 += (al16.empty() ? "" : " && ") + stores_aligned(x, co.o, co.along_r ? pl.ax_r : pl.ax_c, 16);
-      x.out += fmt::format("{0}  if (fast && {1}) {{\n", ind, al16);
+      x.out += fmt::format("{0}  if (fast && {1}) {{\n", ind, codes_aligned(x, 16));
       copy_out(16, ind + "    ");
       x.out += fmt::format("{0}  }} else if (fast) {{\n", ind);
       copy_out(8, ind + "    ");

@@ -175,6 +175,15 @@ bool chunk_dequant(const Pipeline& p, const Plan& plan, const StrideClass& sc, c
   return sc.vector_along(size_t(p.input_index(n->args[0]->name)), plan.ax_c);
 }
 
+bool columns_stage_codes(const Pipeline& p, const ValueSet& v, const Plan& plan) {
+  if (plan.col_w != 8 || plan.tile_r != 128 || plan.tile_c != 128 || plan.threads != 256) return false;
+  bool along_c = false;
+  for (const NodePtr& sn : v.scales) along_c = along_c || block_of(sn).axes[0] == plan.ax_c;
+  for (size_t o = 0; o < p.outputs().size(); ++o)
+    if (p.outputs()[o].kind == OutputKind::elems && v.quantizes[size_t(v.output_index[o])]->elem.packed()) return false;
+  return along_c;
+}
+
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
   Plan plan;
   plan.rank = p.rank();
@@ -428,9 +437,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.smem_bytes = plan.stages > 1 ? plan.stages * columns_slot_bytes(plan) : 0;
     // Static shared memory besides the ring: the staged scales (double-buffered when pipelined)
     // and, for dim0+dim1 with 8-bit codes, the two 16 KiB staged code tiles.
-    bool packed = false;
-    for (const NodePtr& q : values.quantizes) packed = packed || q->elem.packed();
-    const int static_smem = 4096 + (along_c && plan.col_w == 8 && !packed ? 32768 : 0);
+    const int static_smem = 4096 + (columns_stage_codes(p, values, plan) ? 32768 : 0);
     const int per_cta = plan.smem_bytes + static_smem + 1024;  // 1 KiB reserved per CTA
     // 16 rows: 2 CTAs per SM (<= 128 registers; fewer spill the 64-word tile, H200 sweep);
     // 8 rows with a row-wise scale: 4 (64 registers; see col_w above). Pipelined: as many as

@@ -122,6 +122,12 @@ inline int columns_lanes_r(int col_w, bool along_c) { return along_c ? 8 : 128 /
 inline int columns_row_bytes(const Plan& p) { return p.tile_c * 2; }
 inline int columns_slot_bytes(const Plan& p) { return p.tile_r * columns_row_bytes(p) + 16 * (p.tile_r / p.col_w); }
 
+struct ValueSet;
+/// The columns kernel stages a dim0+dim1 cast's codes in two 16 KiB shared-memory tiles (see
+/// emit_columns.cpp): a row-wise scale too, 8 rows per thread, 128 x 128 tiles of 256 threads,
+/// and 8-bit codes (8-byte stores each way). plan sizes shared memory by it, the emitter writes it.
+bool columns_stage_codes(const Pipeline& p, const ValueSet& v, const Plan& plan);
+
 /// True when the direct kernel reads dequantize node `n` a chunk at a time: its blocks run along
 /// ax_c in multiples of 8 (a chunk of 8 elements has one scale), and its codes are unit-stride and
 /// aligned along ax_c (one 8-byte load of 8 FP8/FP6/INT8 codes, 4 bytes of 8 FP4 codes).
