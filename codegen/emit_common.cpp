@@ -249,6 +249,7 @@ const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
   if (q->elem == e2m1) return e8m0 ? "mx_e2m1x2_fma_finite" : "mx_e2m1x2_fma";
   if (x.target.hw_fp8() && q->elem == e2m3) return e8m0 ? "mx_e2m3x2_via_e4m3_finite" : "mx_e2m3x2_via_e4m3";
   if (x.target.hw_fp8() && q->elem == e3m2) return e8m0 ? "mx_e3m2x2_via_e5m2_finite" : "mx_e3m2x2_via_e5m2";
+  if (q->elem == int8 && e8m0) return "mx_int8x2_finite";
   return nullptr;
 }
 

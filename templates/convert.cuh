@@ -15,8 +15,13 @@ MX_D int mx_ceil_log2_bits(mx_u32 a) {
 }
 MX_D mx_u32 mx_clamp_biased(int e) { e += 127; return mx_u32(e < 0 ? 0 : (e > 254 ? 254 : e)); }
 
-// FLOOR: floor(log2(amax)) - emax.
-MX_D mx_u32 mx_scale_floor(mx_u32 a, int emax) { return mx_clamp_biased(mx_floor_log2_bits(a) - emax); }
+// FLOOR: floor(log2(amax)) - emax. With emax >= 0 (every built-in format) the biased exponent
+// field minus emax is it: a subnormal amax (field 0, floor(log2) <= -127) gives byte 0 either way.
+MX_D mx_u32 mx_scale_floor(mx_u32 a, int emax) {
+  if (emax < 0) return mx_clamp_biased(mx_floor_log2_bits(a) - emax);
+  const int b = int(a >> 23) - emax;
+  return mx_u32(b < 0 ? 0 : (b > 254 ? 254 : b));
+}
 // CEIL: ceil(log2(amax)) - floor(log2(max_normal)).
 MX_D mx_u32 mx_scale_ceil(mx_u32 a, int max_log2) { return mx_clamp_biased(mx_ceil_log2_bits(a) - max_log2); }
 // EVEN: RNE-round away the low (23 - mbits) bits of the pattern (carry may bump the exponent),
@@ -163,6 +168,17 @@ MX_D mx_u32 mx_encode_rne(float v) {
   mag = mag < kMaxCode ? mag : kMaxCode;
   const mx_u32 code = ((u >> (32 - kBits)) & (1u << (kBits - 1))) | mag;
   return is_nan ? (SPEC == 0 ? 0u : (1u << (kBits - 1)) - 1u) : code;  // NaN: S=0, all ones
+}
+
+// Two MXINT8 codes (lo -> low byte) for lanes known not to be NaN, or overwritten when NaN (E8M0
+// NaN blocks): y clamped to +-127/64, then y * 64 + 1.5 * 2^23 rounds y * 64 to nearest-even in
+// the FP32 adder with the integer in the low mantissa bits, whose low byte is its two's
+// complement (-0 gives 0). Bit-identical to mx_encode_rne<1, 6, 0, true> on non-NaN inputs, with
+// three FP32 operations per code instead of its integer sequence.
+MX_D mx_u32 mx_int8x2_finite(float lo, float hi) {
+  const float a = fmaf(fminf(fmaxf(lo, -1.984375f), 1.984375f), 64.0f, 12582912.0f);
+  const float b = fmaf(fminf(fmaxf(hi, -1.984375f), 1.984375f), 64.0f, 12582912.0f);
+  return (mx_bits(a) & 0xffu) | ((mx_bits(b) & 0xffu) << 8);
 }
 
 #if MXJIT_HW_FP8

@@ -119,15 +119,15 @@ TEST_CASE("sm_100a uses hardware FP4/FP6/E8M0 conversions, sm_90a software") {
 
 TEST_CASE("software encodes: pair emulations or mx_encode_rne for nearest even, mx_encode_sw for stochastic rounding") {
   auto x = input("x", DType::bf16, rank(2));
-  // Nearest-even on sm_90a: FP4 by FMA, FP6 through the FP8 cvt, INT8 by mx_encode_rne; sm_80 has
-  // no FP8 cvt, so FP6 goes back to mx_encode_rne there (FP4's FMA version needs none).
+  // Nearest-even on sm_90a: FP4 by FMA, FP6 through the FP8 cvt, INT8 by the FP32 adder; sm_80 has
+  // no FP8 cvt, so FP6 goes back to mx_encode_rne there (FP4's and INT8's versions need none).
   // E8M0 scales overwrite NaN blocks, so the forms without NaN tests (_finite) serve them. FP4
   // of a bare bf16 input on sm_90a: from its loaded words by bf16x2 arithmetic.
   const std::vector<std::tuple<ElemFormat, const char*, const char*>> want = {
       {e2m1, "mx_e2m1x8_bf16_finite(", "mx_e2m1x2_fma_finite("},
       {e2m3, "mx_e2m3x2_via_e4m3_finite(", "= mx_encode_rne<"},
       {e3m2, "mx_e3m2x2_via_e5m2_finite(", "= mx_encode_rne<"},
-      {int8, "= mx_encode_rne<", "= mx_encode_rne<"}};
+      {int8, "mx_int8x2_finite(", "mx_int8x2_finite("}};
   for (const auto& [f, sm90, sm80] : want) {
     CAPTURE(f.str());
     auto s = e8m0_scale(amax(blocks(x, 1, 32)), f, ScaleRule::floor);
@@ -151,6 +151,32 @@ TEST_CASE("software encodes: pair emulations or mx_encode_rne for nearest even, 
   const std::string body = src.substr(src.find("__global__"));
   CHECK(body.find("mx_e2m1x2_fma(") != std::string::npos);
   CHECK(body.find("_finite(") == std::string::npos);
+}
+
+// emit_direct.cpp's scatter_scale: software-encoded casts (ALU-bound on sm_90) compute each E8M0
+// scale on one lane of its block and fetch it by a shuffle; FP8 through the hardware cvt keeps
+// one scale per lane, and so do expression roots (their amax needs the values, not loaded words).
+TEST_CASE("direct kernel: one lane per block row computes a software-encoded cast's E8M0 scale") {
+  auto body = [](const Pipeline& p, const char* arch) {
+    const std::string src = generate(p, Target::parse(arch), default_stride_class(p)).source;
+    return src.substr(src.find("__global__"));
+  };
+  const std::string fetch = "__shfl_sync(0xffffffffu, own0[u % 1], (threadIdx.x & 28u) | unsigned(u / 1))";
+  for (ElemFormat f : {e2m1, e2m3, e3m2, int8, e4m3, e5m2}) {
+    CAPTURE(f.str());
+    const bool hw = f == e4m3 || f == e5m2;
+    for (Layout l : {layout::linear(), layout::blocked_128x4()}) {
+      const Pipeline p = cast2d(1, f, ScaleRule::floor, layout::row_major(), l);
+      CHECK(make_plan(p, Target::parse("sm_90a"), default_stride_class(p)).group == 4);
+      CHECK((body(p, "sm_90a").find(fetch) != std::string::npos) == !hw);
+      CHECK(body(p, "sm_80").find(fetch) != std::string::npos);  // no FP8 cvt: software everywhere
+    }
+  }
+  auto x = input("x", DType::bf16, rank(2));
+  auto v = x * x;
+  auto s = e8m0_scale(amax(blocks(v, 1, 32)), e2m1, ScaleRule::floor);
+  const Pipeline sq = pipeline({output("q", cast(e2m1, v / s)), output("s", s)});
+  CHECK(body(sq, "sm_90a").find("own0[") == std::string::npos);
 }
 
 TEST_CASE("generated source: self-contained, banner, stable") {
@@ -218,8 +244,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "541da971dd9ba98fa43fade7d66e0d14");
-  CHECK(b == "2c93769e6c506ad49e141c28ece41df3");
+  CHECK(a == "2221c0ee378e45154824069c9b999249");
+  CHECK(b == "03bd0e7a0d0e5591508593ab43ed24e5");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {

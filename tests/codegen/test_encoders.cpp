@@ -15,6 +15,7 @@
 
 #include "dsl/format.hpp"
 #include "runtime/reference/numerics.hpp"
+#include "runtime/reference/scale_rules.hpp"
 #include "templates/mx_math.cuh"
 
 // Host shims for what the generated kernels get from prelude.cuh and the CUDA builtins; every
@@ -164,12 +165,14 @@ uint32_t e3m2_pair(float lo, float hi) { return mx_e3m2x2_via_e5m2(lo, hi); }
 uint32_t e2m1_finite(float lo, float hi) { return mxjit_host_convert::mx_e2m1x2_fma_finite(lo, hi); }
 uint32_t e2m3_finite(float lo, float hi) { return mxjit_host_convert::mx_e2m3x2_via_e4m3_finite(lo, hi); }
 uint32_t e3m2_finite(float lo, float hi) { return mxjit_host_convert::mx_e3m2x2_via_e5m2_finite(lo, hi); }
+uint32_t int8_finite(float lo, float hi) { return mxjit_host_convert::mx_int8x2_finite(lo, hi); }
 
 }  // namespace
 
 // The pair encoders hw_pair_fn picks for FP4/FP6 on sm_89/sm_90 (FMA magic; the FP8 cvt, here its
-// software twin, which the GPU tests hold to the hardware): both lanes, every swept pattern.
-TEST_CASE("FP4/FP6 pair emulations equal mx_encode_sw, both lanes") {
+// software twin, which the GPU tests hold to the hardware) and for MXINT8 everywhere (the FP32
+// adder): both lanes, every swept pattern.
+TEST_CASE("FP4/FP6/INT8 pair emulations equal mx_encode_sw, both lanes") {
   check_format<2, 1, 0, false, Lane<e2m1_pair, 4, false>>(mxjit::e2m1, "fma lo");
   check_format<2, 1, 0, false, Lane<e2m1_pair, 4, true>>(mxjit::e2m1, "fma hi");
   check_format<2, 3, 0, false, Lane<e2m3_pair, 8, false>>(mxjit::e2m3, "via e4m3 lo");
@@ -181,6 +184,8 @@ TEST_CASE("FP4/FP6 pair emulations equal mx_encode_sw, both lanes") {
   check_format<2, 1, 0, false, Lane<e2m1_finite, 4, true, true>>(mxjit::e2m1, "fma finite hi");
   check_format<2, 3, 0, false, Lane<e2m3_finite, 8, true, true>>(mxjit::e2m3, "via e4m3 finite hi");
   check_format<3, 2, 0, false, Lane<e3m2_finite, 8, false, true>>(mxjit::e3m2, "via e5m2 finite lo");
+  check_format<1, 6, 0, true, Lane<int8_finite, 8, false, true>>(mxjit::int8, "magic finite lo");
+  check_format<1, 6, 0, true, Lane<int8_finite, 8, true, true>>(mxjit::int8, "magic finite hi");
 }
 
 // The MXFP4 encoder of bf16 inputs on sm_90 (bf16x2 arithmetic; here its host twin, which the
@@ -260,4 +265,43 @@ TEST_CASE("mx_decode equals mx_decode_sw and the CPU reference for every code of
   CHECK(decode_mismatches<3, 4, 0, false>(mxjit::fp_format(3, 4)) == 0);
   CHECK(decode_mismatches<1, 2, 0, false>(mxjit::fp_format(1, 2)) == 0);
   CHECK(decode_mismatches<4, 1, 0, false>(mxjit::fp_format(4, 1)) == 0);
+}
+
+// The kernels' FLOOR rule (the biased exponent field minus emax, clamped) against the CPU
+// reference's for every element format: every bf16 magnitude (the amax of a bf16 block), and for
+// each FP32 exponent field, subnormals included, the mantissas 0, 1, 2^s - 1, 2^s and all-ones.
+TEST_CASE("mx_scale_floor equals the reference FLOOR byte, every format, bf16 and FP32 amax") {
+  using mxjit_host_convert::mx_scale_floor;
+  int64_t checked = 0, mismatches = 0;
+  for (const ElemFormat& elem : {mxjit::e4m3, mxjit::e5m2, mxjit::e2m3, mxjit::e3m2, mxjit::e2m1, mxjit::int8}) {
+    auto check = [&](uint32_t a) {
+      const uint32_t want = mxjit::reference::e8m0_scale_byte(mxjit::ScaleRule::floor, mxjit::NanPolicy::nan_block, elem, mx_as_float(a));
+      ++checked;
+      if (mx_scale_floor(a, elem.emax()) != want && mismatches++ == 0)
+        MESSAGE(fmt::format("{}: amax {:#010x}: kernel {}, reference {}", elem.str(), a, mx_scale_floor(a, elem.emax()), want));
+    };
+    for (uint32_t v = 1; v < 0x7f80u; ++v) check(v << 16);
+    for (uint32_t e = 0; e < 255; ++e) {
+      check((e << 23) | 0x7fffffu);
+      if (e) check(e << 23);
+      for (int sh = 0; sh < 23; ++sh)
+        for (uint32_t m : {(1u << sh) - 1u, 1u << sh}) if (e || m) check((e << 23) | m);
+    }
+  }
+  MESSAGE(fmt::format("FLOOR: {} amax checked, {} mismatches", checked, mismatches));
+  CHECK(mismatches == 0);
+}
+
+// emit_direct.cpp's scatter_fetch recovers a block's scale byte from the word its lane shares:
+// the flag (1 zero block, 2 NaN block) or the multiplier 2^(127 - byte)'s FP32 bits, which are at
+// least 3 and carry 254 - byte in the exponent field (0 for byte 254: the subnormal 2^-127).
+TEST_CASE("the E8M0 multiplier's bits give back its byte, and are never a flag") {
+  using namespace mxjit_host_convert;
+  for (uint32_t byte = 0; byte <= 254; ++byte) {
+    CAPTURE(byte);
+    const mx_u32 w = mx_bits(mx_e8m0_rcp(byte));
+    CHECK(w >= 3u);
+    CHECK(254u - (w >> 23) == byte);
+    CHECK(mx_float(w) * mx_e8m0_value(byte) == 1.0f);
+  }
 }
