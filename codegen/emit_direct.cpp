@@ -6,6 +6,9 @@
 //   lane:     0        1        2        3        4 ...
 //   columns:  [0..7]   [8..15]  [16..23] [24..31] [32..39]      block of 32 = lanes 0-3
 //   amax:     max over 8 -> shfl_xor 1 -> shfl_xor 2 -> every lane of the block has it
+//
+// Software-encoded casts (scatter_scale) reduce-scatter instead: lane j of a block ends with the
+// amax of its j-th row, computes that row's scale only, and the others fetch it by a shuffle.
 #include <algorithm>
 
 #include <fmt/format.h>
