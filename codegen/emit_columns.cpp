@@ -233,67 +233,13 @@ void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, cons
   }
 }
 
-// One scale per lane instead of one per block on every lane. The L lanes of a block hold the
-// same K scales' partial maxima (K rows or columns per thread); a reduce-scatter leaves each lane
-// K / L complete maxima (a round per xor: keep one half, send the other), the lane turns those
-// into scales, and the loop fetches each row's or column's scale from its owner with one shuffle.
-// For K = 8, L = 4 (xors 16, 8):
-//
-//   lane (bits 16, 8)   00        01        10        11
-//   owns items          0, 1      2, 3      4, 5      6, 7      (its bits select the halves)
-//
-// What travels is one word: the multiplier's FP32 bits, or the flag (1 zero block, 2 NaN
-// block; a multiplier's bits are >= 0x00400000). E8M0 scales of a bare 16-bit input (packed
-// maxima) on the fast path only; 16 scale computations per thread become 4 at K = 8, L = 4.
+// Whether scale s takes one scale per lane (emit_scatter_scales in emit_common.cpp): E8M0 scales
+// of a bare 16-bit input (packed maxima) on the fast path; 16 scale computations per thread
+// become 4 at K = 8 items, L = 4 lanes.
 bool distributed(const Ctx& x, int s, int items, int lanes, int packed_input) {
   const NodePtr& sn = x.v.scales[size_t(s)];
   return packed_input >= 0 && lanes >= 2 && items % lanes == 0 && sn->scale_format == ScaleFormat::e8m0 &&
          !scale_staged(x, s, true);
-}
-
-// Before the loop: the reduce-scatter, the lane's scales (staged to shared memory by their
-// owner), and their words in own<s>[]. `item_m(t)`: item t's packed maximum (FP32 bits);
-// `stage(t)`: its index in the tile's staged scales (t names the item).
-void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const std::function<std::string(const std::string&)>& item_m,
-                         const std::function<std::string(const std::string&)>& stage, const std::string& ind) {
-  const bool flush = x.v.scale_flush[size_t(s)];
-  const int own = items >> xors.size();
-  x.out += fmt::format("{0}// Scales {1}: one per lane (reduce-scatter over the block's lanes, xors {2}).\n", ind, s, fmt::join(xors, ", "));
-  x.out += fmt::format("{0}mx_u32 d{1}[{2}];\n#pragma unroll\n{0}for (int t = 0; t < {2}; ++t) {{\n", ind, s, items);
-  x.out += fmt::format("{0}  d{1}[t] = {2};\n", ind, s, item_m("t"));
-  if (flush) x.out += fmt::format("{0}  if (d{1}[t] < 0x00800000u) d{1}[t] = 0u;\n", ind, s);
-  x.out += ind + "}\n";
-  std::string base;  // the lane's first item
-  int n = items;
-  for (int xr : xors) {
-    const int half = n / 2;
-    x.out += fmt::format("{0}{{\n{0}  const bool hi = (lane & {1}) != 0;\n#pragma unroll\n{0}  for (int i = 0; i < {2}; ++i) {{\n", ind, xr, half);
-    x.out += fmt::format("{0}    const mx_u32 keep = hi ? d{1}[i + {2}] : d{1}[i], send = hi ? d{1}[i] : d{1}[i + {2}];\n", ind, s, half);
-    x.out += fmt::format("{0}    const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, send, {1});\n{0}    d{2}[i] = o_ > keep ? o_ : keep;\n{0}  }}\n{0}}}\n",
-                         ind, xr, s);
-    base += fmt::format("{}((lane & {}) ? {} : 0)", base.empty() ? "" : " + ", xr, half);
-    n = half;
-  }
-  x.out += fmt::format("{0}const int tb{1} = {2};\n{0}mx_u32 own{1}[{3}];\n", ind, s, base, own);
-  x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const mx_u32 m = d{2}[i];\n", ind, own, s);
-  x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ");
-  if (scale_staged(x, s))
-    x.out += fmt::format("{0}  {{\n{0}    const int t = tb{1} + i;\n{0}    s{1}_info[{2}] = byte;\n{0}  }}\n", ind, s, stage("t"));
-  x.out += fmt::format("{0}  own{1}[i] = flag ? flag : mx_bits(mult);\n{0}}}\n", ind, s);
-}
-
-// In the loop over items (variable `var`, a constant after unrolling): this item's scale from
-// its owner lane, as flag<s> and mult<s>.
-void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind) {
-  int mask = 0, n = items;
-  std::string src;
-  for (int xr : xors) {
-    mask |= xr;
-    src += fmt::format(" | (({} % {}) >= {} ? {} : 0)", var, n, n / 2, xr);
-    n /= 2;
-  }
-  x.out += fmt::format("{0}const mx_u32 w_ = __shfl_sync(0xffffffffu, own{1}[{2} % {3}], (lane & ~{4}){5});\n", ind, s, var, n, mask, src);
-  x.out += fmt::format("{0}const mx_u32 flag{1} = w_ < 3u ? w_ : 0u;\n{0}const float mult{1} = w_ < 3u ? 0.0f : mx_float(w_);\n", ind, s);
 }
 
 // Loads (col_w rows of 16 bytes, all issued before any is used), then every scale and its uses.
@@ -380,14 +326,16 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
                            widen_half(x, k, fmt::format("pm{}[{} >> 1]", s, c), 0));
       };
       // This block's scale in the tile: block row (rows from the tile's origin) / bs, column c.
-      auto col_stage = [&](const std::string& c) { return fmt::format("((r0 - t_r0) / {}) * {} + (c0 - t_c0) + {}", bs, pl.tile_c, c); };
+      const ItemExpr col_stage = [&](const std::string& c) {
+        return fmt::format("((r0 - t_r0) / {}) * {} + (c0 - t_c0) + {}", bs, pl.tile_c, c);
+      };
       const bool dist = fast && distributed(x, s, kCols, lanes, k);
-      if (dist) emit_scatter_scales(x, s, kCols, xors, col_m, col_stage, ind);
+      if (dist) emit_scatter_scales(x, s, kCols, xors, col_m, scale_staged(x, s) ? col_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} ({} lanes), column by column.\n", ind, s, bs, pl.ax_r, lanes);
       x.out += fmt::format("#pragma unroll\n{}for (int c = 0; c < {}; ++c) {{\n", ind, kCols);
       emit_values(x, root, "col", "r", kRows, in2, fast, along_c);
       x.out += in2 + "{\n";
-      if (dist) emit_gather_scale(x, s, kCols, xors, "c", in3);
+      if (dist) emit_gather_scale(x, s, kCols, xors, "c", in3, std::to_string(s));
       else emit_amax_of(x, s, "col", kRows, xors, in3, k >= 0 ? col_m("c") : "");
       x.out += in3 + "const int r = 0;\n";
       emit_uses(x, s, true, col_stage("c"), in3,
@@ -397,15 +345,17 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
     } else {
       const int k = pk[size_t(s)];
       auto row_m = [&](const std::string& r) { return widen_half(x, k, fmt::format("pr{}[{}]", s, r), -1); };
-      auto row_stage = [&](const std::string& r) { return fmt::format("(r0 - t_r0 + {}) * {} + (c0 - t_c0) / {}", r, pl.tile_c / bs, bs); };
+      const ItemExpr row_stage = [&](const std::string& r) {
+        return fmt::format("(r0 - t_r0 + {}) * {} + (c0 - t_c0) / {}", r, pl.tile_c / bs, bs);
+      };
       const std::vector<int> xors = {2 * lanes_r, lanes_r};
       const bool dist = fast && distributed(x, s, kRows, 4, k);
-      if (dist) emit_scatter_scales(x, s, kRows, xors, row_m, row_stage, ind);
+      if (dist) emit_scatter_scales(x, s, kRows, xors, row_m, scale_staged(x, s) ? row_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} (4 lanes), row by row.\n", ind, s, bs, pl.ax_c);
       x.out += fmt::format("#pragma unroll\n{}for (int r = 0; r < {}; ++r) {{\n", ind, kRows);
       emit_values(x, root, "row", "c", kCols, in2, fast);
       x.out += in2 + "{\n";
-      if (dist) emit_gather_scale(x, s, kRows, xors, "r", in3);
+      if (dist) emit_gather_scale(x, s, kRows, xors, "r", in3, std::to_string(s));
       else emit_amax_of(x, s, "row", kCols, {lanes_r, 2 * lanes_r}, in3, k >= 0 ? row_m("r") : "");
       x.out += in3 + "const int c = 0;\n";
       emit_uses(x, s, false, row_stage("r"), in3, fast ? std::string("cl == 0") : std::string("cl == 0 && r0 + r < n_r && c0 < n_c"),

@@ -1,6 +1,7 @@
 #include "codegen/emit_common.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <string_view>
 
@@ -507,5 +508,47 @@ void emit_tile_scales(Ctx& x, int o) {
     x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, offset);
   x.out += "    }\n  }\n";
 }
+
+void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
+                         const std::string& ind) {
+  const bool flush = x.v.scale_flush[size_t(s)];
+  const int own = items >> xors.size();
+  x.out += fmt::format("{0}// Scales {1}: one per lane (reduce-scatter over the block's lanes, xors {2}).\n", ind, s, fmt::join(xors, ", "));
+  x.out += fmt::format("{0}mx_u32 d{1}[{2}];\n#pragma unroll\n{0}for (int t = 0; t < {2}; ++t) {{\n", ind, s, items);
+  x.out += fmt::format("{0}  d{1}[t] = {2};\n", ind, s, item_m("t"));
+  if (flush) x.out += fmt::format("{0}  if (d{1}[t] < 0x00800000u) d{1}[t] = 0u;\n", ind, s);
+  x.out += ind + "}\n";
+  std::string base;  // the lane's first item
+  int n = items;
+  for (int xr : xors) {
+    const int half = n / 2;
+    x.out += fmt::format("{0}{{\n{0}  const bool hi = (lane & {1}) != 0;\n#pragma unroll\n{0}  for (int i = 0; i < {2}; ++i) {{\n", ind, xr, half);
+    x.out += fmt::format("{0}    const mx_u32 keep = hi ? d{1}[i + {2}] : d{1}[i], send = hi ? d{1}[i] : d{1}[i + {2}];\n", ind, s, half);
+    x.out += fmt::format("{0}    const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, send, {1});\n{0}    d{2}[i] = o_ > keep ? o_ : keep;\n{0}  }}\n{0}}}\n",
+                         ind, xr, s);
+    base += fmt::format("{}((lane & {}) ? {} : 0)", base.empty() ? "" : " + ", xr, half);
+    n = half;
+  }
+  x.out += fmt::format("{0}const int tb{1} = {2};\n{0}mx_u32 own{1}[{3}];\n", ind, s, base, own);
+  x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const mx_u32 m = d{2}[i];\n", ind, own, s);
+  x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ");
+  if (stage)
+    x.out += fmt::format("{0}  {{\n{0}    const int t = tb{1} + i;\n{0}    s{1}_info[{2}] = byte;\n{0}  }}\n", ind, s, stage("t"));
+  x.out += fmt::format("{0}  own{1}[i] = flag ? flag : mx_bits(mult);\n{0}}}\n", ind, s);
+}
+
+void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind,
+                       const std::string& suffix) {
+  int mask = 0, n = items;
+  std::string src;
+  for (int xr : xors) {
+    mask |= xr;
+    src += fmt::format(" | (({} % {}) >= {} ? {} : 0)", var, n, n / 2, xr);
+    n /= 2;
+  }
+  x.out += fmt::format("{0}const mx_u32 w_ = __shfl_sync(0xffffffffu, own{1}[{2} % {3}], (lane & ~{4}){5});\n", ind, s, var, n, mask, src);
+  x.out += fmt::format("{0}const mx_u32 flag{1} = w_ < 3u ? w_ : 0u;\n{0}const float mult{1} = w_ < 3u ? 0.0f : mx_float(w_);\n", ind, suffix);
+}
+
 
 }  // namespace mxjit::detail

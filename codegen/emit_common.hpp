@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "codegen/emit.hpp"
 #include "codegen/values.hpp"
@@ -137,6 +138,29 @@ int packed_amax_input(const Ctx& x, int s);
 /// C expression: the FP32 bits of 16-bit lane `half` (0 low, 1 high; < 0: the larger of both) of
 /// the packed |x| word `pw` of input k.
 std::string widen_half(const Ctx& x, int k, const std::string& pw, int half);
+/// A C expression of an item index (itself a C expression).
+using ItemExpr = std::function<std::string(const std::string&)>;
+/// One E8M0 scale per lane instead of one per block on every lane (the columns and direct
+/// kernels' fast paths). The L lanes of a block hold the same K items' partial maxima (K rows or
+/// columns per thread); a reduce-scatter leaves each lane K / L complete maxima (a round per xor
+/// in `xors`, largest first: keep one half, send the other), the lane turns those into scales,
+/// and emit_gather_scale fetches each item's scale from its owner with one shuffle. For K = 8,
+/// L = 4 (xors 16, 8):
+///
+///   lane (bits 16, 8)   00        01        10        11
+///   owns items          0, 1      2, 3      4, 5      6, 7      (its bits select the halves)
+///
+/// What travels is one word, own<s>[i]: the multiplier's FP32 bits, or the flag (1 zero block,
+/// 2 NaN block; a multiplier's bits are >= 0x00400000). Emitted before the items' loop, at `ind`
+/// (declares d<s>, tb<s> (the lane's first item) and own<s>; needs `lane`). `item_m(t)`: item
+/// t's maximum as FP32 bits; `stage(t)`, when given: its index in the tile's staged scales
+/// s<s>_info, which the owner fills.
+void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
+                         const std::string& ind);
+/// In the loop over items (variable `var`, a constant after unrolling): this item's scale word
+/// from its owner lane as `w_`, and its flag and multiplier as flag<suffix> and mult<suffix>.
+void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind,
+                       const std::string& suffix);
 /// The NaN-propagating packed max of input k's 16-bit type: "mx_max_bf16x2" or "mx_max_f16x2".
 const char* packed_max_fn(const Ctx& x, int k);
 /// C expression: the packed max of the |x| words w0..w3 of input k (two lanes per instruction).

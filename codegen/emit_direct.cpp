@@ -47,7 +47,7 @@ int words_input(const Ctx& x, int s) {
 }
 
 // Whether E8M0 scale s is computed once per block row rather than by each of the block's G lanes:
-// its amax comes from loaded words, the G lanes share U rows evenly (see emit_scatter_scales), and
+// its amax comes from loaded words, the G lanes share U rows evenly (see emit_scatter_rows), and
 // its codes are software-encoded. Those casts are bound by the ALU pipe on sm_90 (MXFP4 79%,
 // MXINT8 85% busy, H200); FP8 through the hardware cvt is not (56%), and there the extra
 // registers cost more than the saved instructions (blocked 16640x5120: 67.9 -> 70.0 us).
@@ -273,43 +273,26 @@ void emit_blocked_words(Ctx& x, int o) {
   x.out += "  }\n";
 }
 
-// Scale s for the thread's U rows, where the G lanes of a block would each compute all U of them
-// (the rule is integer work on the ALU pipe, which limits the FP4/FP6/INT8 casts on sm_90): the
-// rows' partial maxima are reduce-scattered over the block's lanes (xor G/2 first: the high half
-// keeps rows U/2.., then G/4, ...), so lane j ends with the amax of rows j*U/G .. j*U/G + U/G - 1
-// and computes only their scales; own<s>[i] keeps each one's flag (< 3) or its multiplier's FP32
-// bits (>= 2^-127, so never < 3). Phase 2 fetches a row's word from its lane (scatter_fetch).
-//
-//   U = G = 4:  lane j of a block: row maxima m0 m1 m2 m3  --xor 2-->  2 rows  --xor 1-->  row j
-void emit_scatter_scales(Ctx& x, int s) {
-  const Plan& pl = x.plan;
-  const int U = pl.unroll, G = pl.group, k = words_input(x, s);
-  x.out += fmt::format("  mx_u32 own{}[{}];  // scale {}: rows of this lane (flag, or the multiplier's bits)\n  {{\n", s, U / G, s);
-  x.out += fmt::format("    const int lane = threadIdx.x & 31;\n    mx_u32 d[{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U, U);
-  const std::string w = fmt::format("r{}_[u][0]", k);
-  x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
-  x.out += fmt::format("      d[u] = {};\n", widen_half(x, k, "pw", -1));
-  if (x.v.scale_flush[size_t(s)]) x.out += "      if (d[u] < 0x00800000u) d[u] = 0u;\n";
-  x.out += "    }\n";
-  for (int off = G / 2, n = U; off >= 1; off /= 2, n /= 2) {
-    x.out += fmt::format("    {{\n      const bool hi = (lane & {}) != 0;\n#pragma unroll\n      for (int i = 0; i < {}; ++i) {{\n", off, n / 2);
-    x.out += fmt::format("        const mx_u32 keep = hi ? d[i + {0}] : d[i], send = hi ? d[i] : d[i + {0}];\n", n / 2);
-    x.out += fmt::format("        const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, send, {});\n        d[i] = o_ > keep ? o_ : keep;\n      }}\n    }}\n", off);
-  }
-  x.out += fmt::format("#pragma unroll\n    for (int i = 0; i < {}; ++i) {{\n      const mx_u32 m = d[i];\n", U / G);
-  x.out += scale_from_amax(x.v.scales[size_t(s)], "      ");
-  x.out += fmt::format("      own{}[i] = flag ? flag : mx_bits(mult);\n    }}\n  }}\n", s);
+// The xors of scale s's reduce-scatter over a block's G lanes (G/2 first; see emit_scatter_scales).
+std::vector<int> scatter_xors(const Plan& pl) {
+  std::vector<int> xors;
+  for (int l = pl.group / 2; l >= 1; l /= 2) xors.push_back(l);
+  return xors;
 }
 
-// Phase 2, row u: scale s's byte, flag and multiplier from the lane that computed them.
-void scatter_fetch(Ctx& x, int s) {
+// Before phase 2: scale s's rows, reduce-scattered over the block's lanes (emit_scatter_scales),
+// so that each lane computes U / G of the U rows' scales. The rule is integer work on the ALU
+// pipe, which limits the FP4/FP6/INT8 casts on sm_90.
+//
+//   U = G = 4:  lane j of a block: row maxima m0 m1 m2 m3  --xor 2-->  2 rows  --xor 1-->  row j
+void emit_scatter_rows(Ctx& x, int s) {
   const Plan& pl = x.plan;
-  const int U = pl.unroll, G = pl.group;
-  x.out += fmt::format("      const mx_u32 w_ = __shfl_sync(0xffffffffu, own{}[u % {}], (threadIdx.x & {}u) | unsigned(u / {}));\n", s, U / G,
-                       31 & ~(G - 1), U / G);
-  x.out += "      flag = w_ < 3u ? w_ : 0u;\n      mult = w_ < 3u ? 0.0f : mx_float(w_);\n";
-  // The multiplier is 2^(127 - byte): its exponent field is 254 - byte (0 for byte 254, 2^-127).
-  x.out += "      byte = w_ < 3u ? (w_ == 2u ? 255u : 0u) : 254u - (w_ >> 23);\n";
+  const int k = words_input(x, s);
+  const std::string w = fmt::format("r{}_[u][0]", k);
+  x.out += fmt::format("  mx_u32 pw{0}[{1}];  // scale {0}: each row's packed |x| max\n#pragma unroll\n  for (int u = 0; u < {1}; ++u) pw{0}[u] = {2};\n",
+                       s, pl.unroll, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+  const ItemExpr row_m = [&](const std::string& u) { return widen_half(x, k, fmt::format("pw{}[{}]", s, u), -1); };
+  emit_scatter_scales(x, s, pl.unroll, scatter_xors(pl), row_m, nullptr, "  ");
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -443,8 +426,11 @@ void emit_direct_kernel(Ctx& x) {
   }
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) x.out += fmt::format("  mx_u32 sb{}[{}] = {{}};  // blocked scale bytes, 4 rows per word\n", o, (U + 3) / 4);
+  bool any_scatter = false;
+  for (int s = 0; s < int(x.v.scales.size()); ++s) any_scatter = any_scatter || scatter_scale(x, s);
+  if (any_scatter) x.out += "  const int lane = threadIdx.x & 31;\n";
   for (int s = 0; s < int(x.v.scales.size()); ++s)
-    if (scatter_scale(x, s)) emit_scatter_scales(x, s);
+    if (scatter_scale(x, s)) emit_scatter_rows(x, s);
   x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const int cc = cc_[u];\n";
@@ -504,9 +490,10 @@ void emit_direct_kernel(Ctx& x) {
     const int root = x.v.scale_root[s];
     x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
     if (scatter_scale(x, int(s))) {
-      x.out += "      mx_u32 byte, flag;\n      float mult, sval = 0.0f;\n";
-      scatter_fetch(x, int(s));
-      x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n    }}\n", s);
+      emit_gather_scale(x, int(s), U, scatter_xors(pl), "u", "      ", "");
+      // The multiplier is 2^(127 - byte): its exponent field is 254 - byte (0 for byte 254, 2^-127).
+      x.out += "      const mx_u32 byte = w_ < 3u ? (w_ == 2u ? 255u : 0u) : 254u - (w_ >> 23);\n";
+      x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = 0.0f;\n    }}\n", s);
       continue;
     }
     if (const int k = words_input(x, int(s)); k >= 0) {
