@@ -276,7 +276,8 @@ static std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::stri
 }
 
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
-                       const std::function<std::string(int)>& lin, const std::string& ind, bool per_column) {
+                       const std::function<std::string(int)>& lin, const std::string& ind, bool per_column,
+                       const std::string& signs8) {
   const bool fp4 = q->elem.packed();
   const int bits = fp4 ? 4 : 8, words = n * bits / 32, per_word = 32 / bits;
   const char* pair_fn = hw_pair_fn(x, q);
@@ -289,6 +290,20 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
   if (pair_fn) {
     x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
     x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e")) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
+    if (!signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma") {
+      // Eight codes at once where no y is NaN (their sum is not NaN) and the multiplier's sign is
+      // clear (so y has its input's sign, which signs8 reads): no NaN tests, one shift per pair.
+      x.out += fmt::format("{0}const float ysum = ((y[0] + y[1]) + (y[2] + y[3])) + ((y[4] + y[5]) + (y[6] + y[7]));\n"
+                           "{0}mx_u32 wd[1];\n{0}if (ysum == ysum && mx_bits({1}) < 0x80000000u) {{\n"
+                           "{0}  wd[0] = mx_e2m1x8_f32_finite(y, {2});\n{0}}} else {{\n",
+                           ind, mult("0"), signs8);
+      for (int e = 0; e < n; e += 2)
+        x.out += fmt::format("{}  const mx_u32 pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
+      x.out += fmt::format("{}  wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);\n{}}}\n", ind, ind);
+      const unsigned fill = unsigned(nan_code(q->elem)) * 0x11111111u;
+      x.out += fmt::format("{0}if (flag{1}) {{\n{0}  const mx_u32 f_ = flag{1} == 1u ? 0u : {2}u;\n{0}  wd[0] = f_;\n{0}}}\n", ind, s, fill);
+      return;
+    }
     for (int e = 0; e < n; e += 2) x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
   } else {
     // Software encoder: codes pair by pair with the block flag applied per element, then packed.
@@ -510,7 +525,7 @@ void emit_tile_scales(Ctx& x, int o) {
 }
 
 void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
-                         const std::string& ind) {
+                         const std::string& ind, const std::function<std::string(const std::string&)>& store) {
   const bool flush = x.v.scale_flush[size_t(s)];
   const int own = items >> xors.size();
   x.out += fmt::format("{0}// Scales {1}: one per lane (reduce-scatter over the block's lanes, xors {2}).\n", ind, s, fmt::join(xors, ", "));
@@ -534,6 +549,7 @@ void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors,
   x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ");
   if (stage)
     x.out += fmt::format("{0}  {{\n{0}    const int t = tb{1} + i;\n{0}    s{1}_info[{2}] = byte;\n{0}  }}\n", ind, s, stage("t"));
+  if (store) x.out += store(ind + "  ");
   x.out += fmt::format("{0}  own{1}[i] = flag ? flag : mx_bits(mult);\n{0}}}\n", ind, s);
 }
 

@@ -130,8 +130,12 @@ int nan_code(const ElemFormat& f);
 /// (the Philox counter; only used for stochastic rounding). With `per_column`, every element has
 /// its own scale: multipliers `mult<s>[e]`, and the flags come as per-word masks `keep<s>[w]`
 /// (0xff.. where codes stand) and `fill<s>[w]` (the zero or NaN codes of flagged elements).
+/// `signs8`, when given for 8 E2M1 codes under a scale that is not E8M0 (NVFP4) on a target
+/// without the FP4 cvt: the C expression of the inputs' sign bits at 4e + 3 (see
+/// mx_e2m1x8_f32_finite), which enables the eight-at-once path for blocks without NaN.
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
-                       const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false);
+                       const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false,
+                       const std::string& signs8 = {});
 /// The tensor input whose words the block amax of scale s can read two elements at a time
 /// (max.NaN.bf16x2 / f16x2 on |x| words: the scale's root is that bare bf16/f16 input), or -1.
 int packed_amax_input(const Ctx& x, int s);
@@ -154,9 +158,11 @@ using ItemExpr = std::function<std::string(const std::string&)>;
 /// 2 NaN block; a multiplier's bits are >= 0x00400000). Emitted before the items' loop, at `ind`
 /// (declares d<s>, tb<s> (the lane's first item) and own<s>; needs `lane`). `item_m(t)`: item
 /// t's maximum as FP32 bits; `stage(t)`, when given: its index in the tile's staged scales
-/// s<s>_info, which the owner fills.
+/// s<s>_info, which the owner fills; `store(ind)`, when given: statements at `ind` in the lane's
+/// loop over its items (item tb<s> + i, with its `byte` and `flag` in scope) that store the scale
+/// from its owner.
 void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
-                         const std::string& ind);
+                         const std::string& ind, const std::function<std::string(const std::string&)>& store = nullptr);
 /// In the loop over items (variable `var`, a constant after unrolling): this item's scale word
 /// from its owner lane as `w_`, and its flag and multiplier as flag<suffix> and mult<suffix>.
 void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind,

@@ -273,6 +273,59 @@ void emit_blocked_words(Ctx& x, int o) {
   x.out += "  }\n";
 }
 
+// Chunk u's row (a C expression `u` in scope): `ok` (a real row, a real slot) and the row-axis
+// indices ix<a> by `ix` (a format with one {} for the axis), split around cc_'s line.
+struct RowFrame {
+  std::string row_ok, indices;
+};
+RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std::string& ix, const std::string& ind) {
+  const Plan& pl = x.plan;
+  const std::vector<int> ra = row_axes(pl);
+  const auto ixa = [&](int a) { return fmt::format(fmt::runtime(ix), a); };
+  RowFrame f;
+  // One row axis: its real extent bounds the rows (the grid's padding rows beyond it load nothing).
+  const std::string real_rows = pl.pad_r > 1 && ra.size() == 1 ? fmt::format("P.shape[{}]", ra[0]) : "rows";
+  f.row_ok = fmt::format("{0}const mx_i64 row = row0 + u * {1};\n{0}{2} = row < {3} && slot < slots;\n", ind, row_step(pl), ok, real_rows);
+  const std::string n_inner = pl.pad_r > 1 ? fmt::format("(unsigned(P.shape[{0}]) + {1}u) / {2}u * {2}u", ra.back(), pl.pad_r - 1, pl.pad_r)
+                                           : fmt::format("unsigned(P.shape[{}])", ra.back());
+  if (ra.size() == 1) {
+    f.indices = fmt::format("{}{} = {};\n", ind, ixa(ra[0]), all_vec ? "int(row)" : "row");
+  } else {
+    // 32-bit decomposition: extents are checked to fit in 31 bits at launch.
+    f.indices = ind + "unsigned rr = unsigned(row);\n";
+    for (auto it = ra.rbegin(); it != ra.rend(); ++it)
+      f.indices += fmt::format("{}{{ const unsigned n = {}; {} = rr % n; rr /= n; }}\n", ind,
+                               *it == ra.back() ? n_inner : fmt::format("unsigned(P.shape[{}])", *it), ixa(*it));
+  }
+  if (pl.pad_r > 1 && ra.size() > 1)
+    f.indices += fmt::format("{0}{1} = {1} && {2} < P.shape[{3}];  // not a padding row\n", ind, ok, ixa(ra.back()), ra.back());
+  return f;
+}
+
+// Whether scales output o leaves from the lanes that computed its scales (a reduce-scattered
+// scale, linear layout): lane j of a block stores its own rows' bytes, one store per lane and
+// owned row, in place of one per row from the block's first lane (emit_scale_store), every one
+// of which needed the byte back from its owner. Blocked and grouped scales keep their paths.
+bool owner_stores(const Ctx& x, int o) {
+  const Output& out = x.p.outputs()[size_t(o)];
+  return out.kind == OutputKind::scales && out.dtype != DType::f32 && !out.layout.is_blocked() && !out.layout.is_grouped() &&
+         scatter_scale(x, x.v.output_index[size_t(o)]);
+}
+
+// The owner's store of output o (see owner_stores), in emit_scatter_scales' loop over the lane's
+// rows: row tb<s> + i of the thread's chunks, column block cc0 / B.
+std::string owner_store(const Ctx& x, int o, int s, bool all_vec, const std::string& ind) {
+  const Plan& pl = x.plan;
+  std::string t = fmt::format("{0}{{  // scales '{1}' from their owner lane\n", ind, x.p.outputs()[size_t(o)].name);
+  const std::string in = ind + "  ";
+  t += fmt::format("{}const int u = tb{} + i;\n{}bool okr;\n", in, s, in);
+  for (int a : row_axes(pl)) t += fmt::format("{}{} ix{};\n", in, all_vec ? "int" : "mx_i64", a);
+  const RowFrame f = row_frame(x, all_vec, "okr", "ix{}", in);
+  t += f.row_ok + f.indices;
+  t += fmt::format("{}if (okr && cc0 < n_c) static_cast<mx_u8*>(P.out[{}])[{}] = mx_u8(byte);\n", in, o, scale_offset(x, o, fmt::format("(cc0 / {})", pl.block_c)));
+  return t + ind + "}\n";
+}
+
 // The xors of scale s's reduce-scatter over a block's G lanes (G/2 first; see emit_scatter_scales).
 std::vector<int> scatter_xors(const Plan& pl) {
   std::vector<int> xors;
@@ -285,14 +338,20 @@ std::vector<int> scatter_xors(const Plan& pl) {
 // pipe, which limits the FP4/FP6/INT8 casts on sm_90.
 //
 //   U = G = 4:  lane j of a block: row maxima m0 m1 m2 m3  --xor 2-->  2 rows  --xor 1-->  row j
-void emit_scatter_rows(Ctx& x, int s) {
+void emit_scatter_rows(Ctx& x, int s, bool all_vec) {
   const Plan& pl = x.plan;
   const int k = words_input(x, s);
   const std::string w = fmt::format("r{}_[u][0]", k);
   x.out += fmt::format("  mx_u32 pw{0}[{1}];  // scale {0}: each row's packed |x| max\n#pragma unroll\n  for (int u = 0; u < {1}; ++u) pw{0}[u] = {2};\n",
                        s, pl.unroll, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
   const ItemExpr row_m = [&](const std::string& u) { return widen_half(x, k, fmt::format("pw{}[{}]", s, u), -1); };
-  emit_scatter_scales(x, s, pl.unroll, scatter_xors(pl), row_m, nullptr, "  ");
+  const auto store = [&](const std::string& ind) {
+    std::string t;
+    for (int o = 0; o < int(x.p.outputs().size()); ++o)
+      if (owner_stores(x, o) && x.v.output_index[size_t(o)] == s) t += owner_store(x, o, s, all_vec, ind);
+    return t;
+  };
+  emit_scatter_scales(x, s, pl.unroll, scatter_xors(pl), row_m, nullptr, "  ", store);
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -308,8 +367,13 @@ void emit_elems_store(Ctx& x, int o) {
                          k, si);
     x.out += fmt::format("      if (flag{}) wd[0] = 0u;  // zero and NaN blocks: E2M1 has no NaN code\n", si);
   } else {
+    // NVFP4's signs from the bf16 words where the root is that input, else from the values.
+    const int w = words_input(x, si);
+    const std::string signs = w >= 0 && x.p.inputs()[size_t(w)].dtype == DType::bf16
+                                  ? fmt::format("mx_e2m1_signs8_bf16(r{0}_[u][0].x, r{0}_[u][0].y, r{0}_[u][0].z, r{0}_[u][0].w)", w)
+                                  : "mx_e2m1_signs8_f32(y)";
     emit_packed_codes(x, q, si, fmt::format("v{}", root), 8,
-                      [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ");
+                      [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ", false, signs);
   }
   // Codes and values outputs are dense with ax_c innermost (the plan's rule for this kernel; the
   // launcher checks output strides against the layout): unit stride along ax_c, no multiply.
@@ -391,22 +455,9 @@ void emit_direct_kernel(Ctx& x) {
     x.out += "  const mx_i64 row0 = gi / 32 * 128 + gi % 32;\n";
   }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
-  std::vector<int> ra = row_axes(pl);
-  // One row axis: its real extent bounds the rows (the grid's padding rows beyond it load nothing).
-  const std::string real_rows = pl.pad_r > 1 && ra.size() == 1 ? fmt::format("P.shape[{}]", ra[0]) : "rows";
-  x.out += fmt::format("    const mx_i64 row = row0 + u * {};\n    ok[u] = row < {} && slot < slots;\n    cc_[u] = cc0;\n", row_step(pl), real_rows);
-  const std::string n_inner = pl.pad_r > 1 ? fmt::format("(unsigned(P.shape[{0}]) + {1}u) / {2}u * {2}u", ra.back(), pl.pad_r - 1, pl.pad_r)
-                                           : fmt::format("unsigned(P.shape[{}])", ra.back());
-  if (ra.size() == 1) {
-    x.out += fmt::format("    ix{}_[u] = {};\n", ra[0], all_vec ? "int(row)" : "row");
-  } else {
-    // 32-bit decomposition: extents are checked to fit in 31 bits at launch.
-    x.out += "    unsigned rr = unsigned(row);\n";
-    for (auto it = ra.rbegin(); it != ra.rend(); ++it)
-      x.out += fmt::format("    {{ const unsigned n = {1}; ix{0}_[u] = rr % n; rr /= n; }}\n", *it,
-                           *it == ra.back() ? n_inner : fmt::format("unsigned(P.shape[{}])", *it));
-  }
-  if (pl.pad_r > 1 && ra.size() > 1) x.out += fmt::format("    ok[u] = ok[u] && ix{}_[u] < P.shape[{}];  // not a padding row\n", ra.back(), ra.back());
+  const std::vector<int> ra = row_axes(pl);
+  const RowFrame f = row_frame(x, all_vec, "ok[u]", "ix{}_[u]", "    ");
+  x.out += f.row_ok + "    cc_[u] = cc0;\n" + f.indices;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
   for (size_t i = 0; i < dqs.size(); ++i) emit_dequant_loads(x, dqs[i], int(i));
@@ -430,7 +481,7 @@ void emit_direct_kernel(Ctx& x) {
   for (int s = 0; s < int(x.v.scales.size()); ++s) any_scatter = any_scatter || scatter_scale(x, s);
   if (any_scatter) x.out += "  const int lane = threadIdx.x & 31;\n";
   for (int s = 0; s < int(x.v.scales.size()); ++s)
-    if (scatter_scale(x, s)) emit_scatter_rows(x, s);
+    if (scatter_scale(x, s)) emit_scatter_rows(x, s, all_vec);
   x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const int cc = cc_[u];\n";
@@ -515,7 +566,9 @@ void emit_direct_kernel(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     switch (out.kind) {
-      case OutputKind::scales: emit_scale_store(x, o, x.v.output_index[size_t(o)]); break;
+      case OutputKind::scales:
+        if (!owner_stores(x, o)) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
+        break;
       case OutputKind::elems: emit_elems_store(x, o); break;
       case OutputKind::values: emit_values_store(x, o); break;
       case OutputKind::amax: {

@@ -303,19 +303,74 @@ MX_D mx_u32 mx_bmax2(mx_u32 a, mx_u32 b) {
   return mx_bround(a0 > b0 ? a0 : b0) | (mx_bround(a1 > b1 ? a1 : b1) << 16);
 }
 #endif
-// Two E2M1 codes of the bf16 pair v (lo half -> low nibble) times m2 (the multiplier in both halves).
-MX_D mx_u32 mx_e2m1x2_bf16_finite(mx_u32 v, mx_u32 m2) {
-  const mx_u32 a = mx_bmin2(mx_bmul2(v, m2) & 0x7fff7fffu, 0x40c040c0u);  // min(|y|, 6)
-  const mx_u32 c = mx_bmax2(a, 0x3f803f80u) & 0x7f807f80u;                 // 2^max(e, 0)
-  const mx_u32 r = mx_bmul2(mx_bfma2(c, 0xc280c280u, mx_bfma2(c, 0x42804280u, a)), 0x00800080u);  // -64, 64, 2^-126
-  return ((r >> 6) & 7u) | ((r >> 18) & 0x70u) | ((v >> 12) & 8u) | ((v >> 24) & 0x80u);
+// prmt.b32 in its default mode, where a selector nibble with its msb set replicates the picked
+// byte's sign bit over the byte (__byte_perm ignores that bit), and |v| of a bf16 pair by
+// abs.bf16x2, which ptxas issues as an FMA (|v| - 0) off the ALU pipe that limits the
+// software-encoded casts; host twins for the host tests.
+#if defined(__CUDA_ARCH__)
+MX_D mx_u32 mx_babs2(mx_u32 a) { mx_u32 d; asm("abs.bf16x2 %0, %1;" : "=r"(d) : "r"(a)); return d; }
+MX_D mx_u32 mx_prmt(mx_u32 a, mx_u32 b, mx_u32 s) { mx_u32 d; asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(s)); return d; }
+#else
+MX_D mx_u32 mx_babs2(mx_u32 a) { return a & 0x7fff7fffu; }
+MX_D mx_u32 mx_prmt(mx_u32 a, mx_u32 b, mx_u32 s) {
+  const mx_u64 x = mx_u64(a) | (mx_u64(b) << 32);
+  mx_u32 d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const mx_u32 n = (s >> (4 * i)) & 15u, byte = mx_u32(x >> (8 * (n & 7u))) & 255u;
+    d |= ((n & 8u) ? ((byte & 128u) ? 255u : 0u) : byte) << (8 * i);
+  }
+  return d;
 }
-// Eight codes (one word, element e in nibble e) of the bf16 words w0..w3 times mult (FP32, an
-// E8M0 multiplier: its high half is the bf16 of the same value).
+#endif
+// E2M1 magnitudes of the bf16 pair a (non-negative) times m2 (the multiplier in both halves):
+// the lo code in bits 6..8, the hi code in bits 22..24, every other bit zero.
+MX_D mx_u32 mx_e2m1x2_mag_bf16(mx_u32 a, mx_u32 m2) {
+  a = mx_bmin2(mx_bmul2(a, m2), 0x40c040c0u);                // min(|y|, 6)
+  const mx_u32 c = mx_bmax2(a, 0x3f803f80u) & 0x7f807f80u;  // 2^max(e, 0)
+  return mx_bmul2(mx_bfma2(c, 0xc280c280u, mx_bfma2(c, 0x42804280u, a)), 0x00800080u);  // -64, 64, 2^-126
+}
+// The sign bits of eight bf16 values (words w0..w3, elements 0..7) at bit 4e + 3, where an E2M1
+// word holds them: byte permutes that replicate each value's sign over a byte (x = [s0 s2 s1 s3],
+// y = [s4 s6 s5 s7]), regrouped ([s0 s2 s4 s6], [s1 s3 s5 s7]) and masked to bits 3 and 7.
+MX_D mx_u32 mx_e2m1_signs8_bf16(mx_u32 w0, mx_u32 w1, mx_u32 w2, mx_u32 w3) {
+  const mx_u32 x = mx_prmt(w0, w1, 0xfbd9u), y = mx_prmt(w2, w3, 0xfbd9u);
+  return (mx_prmt(x, y, 0x5410u) & 0x08080808u) | (mx_prmt(x, y, 0x7632u) & 0x80808080u);
+}
+// Eight codes (one word, element e in nibble e) of the bf16 words w0..w3 (elements 0..7) times
+// mult (FP32, an E8M0 multiplier: its high half is the bf16 of the same value). Element k is
+// paired with element k + 4, so that a pair's two codes lie 16 bits apart in its magnitude word
+// as they do in the result, and one shift places both:
+//
+//   pair k = |e_k| | |e_k+4| << 16    magnitudes  ......[c_k+4]..............[c_k]......
+//                                                 31   24   22               8    6
+//   result  [e7 e6 e5 e4 | e3 e2 e1 e0], nibble = sign << 3 | code:
+//           pair 0 >> 6, pair 1 >> 2, pair 2 << 2, pair 3 << 6, plus the signs
 MX_D mx_u32 mx_e2m1x8_bf16_finite(mx_u32 w0, mx_u32 w1, mx_u32 w2, mx_u32 w3, float mult) {
   const mx_u32 m2 = (mx_bits(mult) >> 16) * 0x10001u;
-  return mx_e2m1x2_bf16_finite(w0, m2) | (mx_e2m1x2_bf16_finite(w1, m2) << 8) | (mx_e2m1x2_bf16_finite(w2, m2) << 16) |
-         (mx_e2m1x2_bf16_finite(w3, m2) << 24);
+  // |w| recomputed on the FMA pipe: sharing the amax's masked words keeps 16 more registers live
+  // across the scale computation (spills at the 6-CTA cap)
+  const mx_u32 a0 = mx_babs2(w0), a1 = mx_babs2(w1), a2 = mx_babs2(w2), a3 = mx_babs2(w3);
+  return mx_e2m1_signs8_bf16(w0, w1, w2, w3) + (mx_e2m1x2_mag_bf16(mx_prmt(a0, a2, 0x5410u), m2) >> 6) +
+         (mx_e2m1x2_mag_bf16(mx_prmt(a0, a2, 0x7632u), m2) >> 2) + (mx_e2m1x2_mag_bf16(mx_prmt(a1, a3, 0x5410u), m2) << 2) +
+         (mx_e2m1x2_mag_bf16(mx_prmt(a1, a3, 0x7632u), m2) << 6);
+}
+// Eight E2M1 codes of FP32 values y[0..7], none NaN, whose signs the caller gives at bits 4e + 3
+// (mx_e2m1_signs8_bf16 of the inputs, or mx_e2m1_signs8_f32): the magnitudes (code << 22, see
+// mx_e2m1_mag_bits) pair up as code_2j << 22 | code_2j+1 << 26 by one multiply-add, and each
+// pair shifts into byte j. Used where the scale is not a power of two (NVFP4), so the bf16x2 path
+// does not apply.
+MX_D mx_u32 mx_e2m1x8_f32_finite(const float* y, mx_u32 signs) {
+  mx_u32 p[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) p[j] = mx_e2m1_mag_bits(y[2 * j]) + mx_e2m1_mag_bits(y[2 * j + 1]) * 16u;
+  return signs + (p[0] >> 22) + (p[1] >> 14) + (p[2] >> 6) + (p[3] << 2);
+}
+// The sign bits of y[0..7] at bit 4e + 3.
+MX_D mx_u32 mx_e2m1_signs8_f32(const float* y) {
+  mx_u32 s = 0u;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) s |= (mx_bits(y[e]) >> 31) << (4 * e + 3);
+  return s;
 }
 
 #if MXJIT_HW_FP4FP6

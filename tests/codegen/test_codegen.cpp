@@ -144,13 +144,24 @@ TEST_CASE("software encodes: pair emulations or mx_encode_rne for nearest even, 
     CHECK(b.find("= mx_encode_sw<") != std::string::npos);
     CHECK(b.find("= mx_encode_rne<") == std::string::npos);
   }
-  // NVFP4's E4M3 scales flag no NaN block: the E2M1 pairs test for NaN themselves.
+  // NVFP4's E4M3 scales flag no NaN block: eight codes at once where no value is NaN, signs from
+  // the input's words (from the values for an expression root), else pairs that test for NaN.
   auto s4 = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
   const Pipeline nv = pipeline({output("q", cast(e2m1, x / s4)), output("s", s4)});
   const std::string src = generate(nv, Target::parse("sm_90a"), default_stride_class(nv)).source;
   const std::string body = src.substr(src.find("__global__"));
-  CHECK(body.find("mx_e2m1x2_fma(") != std::string::npos);
-  CHECK(body.find("_finite(") == std::string::npos);
+  const size_t guard = body.find("if (ysum == ysum && mx_bits(mult0) < 0x80000000u)");
+  CHECK(guard != std::string::npos);
+  CHECK(body.find("wd[0] = mx_e2m1x8_f32_finite(y, mx_e2m1_signs8_bf16(r0_[u][0].x,") > guard);
+  CHECK(body.find("mx_e2m1x2_fma(") > guard);
+  CHECK(body.find("mx_e2m1x2_fma_finite(") == std::string::npos);
+  auto v = x * x;
+  auto sv = nvfp4_scale(amax(blocks(v, 1, 16)), Nvfp4Convention::torchao);
+  const Pipeline nvv = pipeline({output("q", cast(e2m1, v / sv)), output("s", sv)});
+  const std::string srcv = generate(nvv, Target::parse("sm_90a"), default_stride_class(nvv)).source;
+  CHECK(srcv.substr(srcv.find("__global__")).find("mx_e2m1x8_f32_finite(y, mx_e2m1_signs8_f32(y))") != std::string::npos);
+  const std::string src100 = generate(nv, Target::parse("sm_100a"), default_stride_class(nv)).source;
+  CHECK(src100.substr(src100.find("__global__")).find("ysum") == std::string::npos);  // the FP4 cvt
 }
 
 // emit_direct.cpp's scatter_scale: software-encoded casts (ALU-bound on sm_90) compute each E8M0
@@ -170,6 +181,11 @@ TEST_CASE("direct kernel: one lane per block row computes a software-encoded cas
       CHECK(make_plan(p, Target::parse("sm_90a"), default_stride_class(p)).group == 4);
       CHECK((body(p, "sm_90a").find(fetch) != std::string::npos) == !hw);
       CHECK(body(p, "sm_80").find(fetch) != std::string::npos);  // no FP8 cvt: software everywhere
+      // Linear scales leave from the owner lane, inside the scale loop, not per row from the
+      // block's first lane; blocked scales keep their gathered words.
+      const bool owner = !hw && !l.is_blocked();
+      CHECK((body(p, "sm_90a").find("from their owner lane") != std::string::npos) == owner);
+      CHECK((body(p, "sm_90a").find("(threadIdx.x % 4) == 0 && cc < n_c") != std::string::npos) == (hw && !l.is_blocked()));
     }
   }
   auto x = input("x", DType::bf16, rank(2));
@@ -244,8 +260,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "a643fc034c6df156934eca0a26e6ae8e");
-  CHECK(b == "ec9b8d40801d5247a408cda21d167eaf");
+  CHECK(a == "4f696b7c9eb1a13d91c41f7912e0b2d0");
+  CHECK(b == "711ae6720afda1ac55ee9d4a7dece1a1");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {

@@ -6,10 +6,12 @@
 // The decoder (mx_decode) against mx_decode_sw and the reference, every code.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -189,30 +191,93 @@ TEST_CASE("FP4/FP6/INT8 pair emulations equal mx_encode_sw, both lanes") {
 }
 
 // The MXFP4 encoder of bf16 inputs on sm_90 (bf16x2 arithmetic; here its host twin, which the
-// GPU tests hold to the hardware): every non-NaN bf16 value v in either lane, times every E8M0
-// multiplier, against mx_encode_sw of the FP32 product v * mult (what the FP32 path encodes).
+// GPU tests hold to the hardware): every non-NaN bf16 value v in each of the eight element
+// positions, beside partners that rotate through codes of both signs, times every E8M0
+// multiplier, against mx_encode_sw of the FP32 products (what the FP32 path encodes).
 TEST_CASE("E2M1 from bf16 words equals mx_encode_sw of the FP32 products, every bf16 and multiplier") {
   using namespace mxjit_host_convert;
+  // 6, -0.5, 0, -3, 1.25, -0 and a negative subnormal, beside v.
+  const uint32_t partners[] = {0x40c0u, 0xbf00u, 0x0000u, 0xc040u, 0x3fa0u, 0x8000u, 0x8001u};
   int64_t checked = 0, mismatches = 0;
-  uint32_t first_v = 0, first_byte = 0;
+  uint32_t first_v = 0, first_byte = 0, first_word = 0, first_want = 0;
   for (uint32_t byte = 0; byte <= 254; ++byte) {
     const float mult = mx_e8m0_rcp(byte);
-    const mx_u32 m2 = (mx_bits(mult) >> 16) * 0x10001u;
     for (uint32_t v = 0; v < 0x10000u; ++v) {
       if ((v & 0x7fffu) > 0x7f80u) continue;  // NaN
-      const float y = mx_float(v << 16) * mult;
-      const uint32_t want = mx_encode_sw<2, 1, 0, false>(y, false, 0u);
-      // v in the low lane beside a partner of 6.0 (code 7), then in the high lane beside -0.5.
-      const uint32_t lo = mx_e2m1x2_bf16_finite(v | 0x40c00000u, m2) & 0xfu, hi = mx_e2m1x2_bf16_finite((v << 16) | 0xbf00u, m2) >> 4;
-      const mx_u32 w = mx_e2m1x8_bf16_finite(v | (v << 16), 0u, 0u, v, mult);
-      const bool ok = lo == want && hi == want && (w & 0xffu) == (want | (want << 4)) && (w >> 24) == want;
-      checked += 4;
-      if (!ok && mismatches++ == 0) first_v = v, first_byte = byte;
+      for (uint32_t odd = 0; odd < 2; ++odd) {
+        uint32_t e[8], w[4] = {0u, 0u, 0u, 0u}, want = 0;
+        for (uint32_t k = 0; k < 8; ++k) {
+          e[k] = (k & 1) == odd ? v : partners[(v + k + byte) % 7];
+          w[k >> 1] |= e[k] << (16 * (k & 1));
+          want |= mx_encode_sw<2, 1, 0, false>(mx_float(e[k] << 16) * mult, false, 0u) << (4 * k);
+        }
+        const mx_u32 got = mx_e2m1x8_bf16_finite(w[0], w[1], w[2], w[3], mult);
+        checked += 8;
+        if (got != want && mismatches++ == 0) first_v = v, first_byte = byte, first_word = got, first_want = want;
+      }
     }
   }
   MESSAGE(fmt::format("e2m1 from bf16 words: {} codes checked, {} mismatches", checked, mismatches));
-  INFO(fmt::format("first mismatch: bf16 {:#06x}, scale byte {}", first_v, first_byte));
+  INFO(fmt::format("first mismatch: bf16 {:#06x}, scale byte {}: {:#010x}, want {:#010x}", first_v, first_byte, first_word,
+                   first_want));
   CHECK(mismatches == 0);
+}
+
+// The NVFP4 encoder of FP32 values (mx_e2m1x8_f32_finite, no NaN among them): every position
+// against mx_encode_sw, over E2M1's ties and their neighbours, zeros, subnormals, infinities, the
+// largest floats and random values of every exponent where rounding happens; and the sign words
+// from bf16 inputs (mx_e2m1_signs8_bf16) against the values' own signs.
+TEST_CASE("E2M1 eight at once from FP32 values equals mx_encode_sw; bf16 sign words") {
+  using namespace mxjit_host_convert;
+  std::vector<float> pool = {0.0f, -0.0f, INFINITY, -INFINITY, 3.4028235e38f, -3.4028235e38f, 1e-45f, -1e-45f, 1.1754942e-38f, 6.0f, 8.0f, 7.0f};
+  for (float t : {0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 6.0f}) {
+    for (float v : {t, std::nextafter(t, 0.0f), std::nextafter(t, 100.0f)}) {
+      pool.push_back(v);
+      pool.push_back(-v);
+    }
+  }
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+  };
+  for (int i = 0; i < 4000; ++i) {  // exponents 2^-130 .. 2^4 and every sign
+    const uint32_t e = uint32_t(next() % 135u), u = (uint32_t(next()) & 0x807fffffu) | (e << 23);
+    pool.push_back(mx_float(u));
+  }
+  int64_t checked = 0, mismatches = 0;
+  float first[8] = {};
+  auto check = [&](const float* y) {
+    uint32_t want = 0;
+    for (int e = 0; e < 8; ++e) want |= mx_encode_sw<2, 1, 0, false>(y[e], false, 0u) << (4 * e);
+    const uint32_t got = mx_e2m1x8_f32_finite(y, mx_e2m1_signs8_f32(y));
+    checked += 8;
+    if (got != want && mismatches++ == 0) std::copy(y, y + 8, first);
+  };
+  for (size_t i = 0; i < pool.size(); ++i)
+    for (int k = 0; k < 8; ++k) {  // each value in each position, beside other pool values
+      float y[8];
+      for (int e = 0; e < 8; ++e) y[e] = e == k ? pool[i] : pool[(i * 7 + size_t(e) * 131 + 1) % pool.size()];
+      check(y);
+    }
+  for (int i = 0; i < 200000; ++i) {
+    float y[8];
+    for (float& v : y) v = pool[next() % pool.size()];
+    check(y);
+  }
+  MESSAGE(fmt::format("e2m1 eight at once: {} codes checked, {} mismatches", checked, mismatches));
+  INFO(fmt::format("first mismatch: {} {} {} {} {} {} {} {}", first[0], first[1], first[2], first[3], first[4], first[5], first[6], first[7]));
+  CHECK(mismatches == 0);
+
+  int64_t sign_mismatches = 0;
+  for (int i = 0; i < 100000; ++i) {
+    uint32_t w[4];
+    float y[8];
+    for (int j = 0; j < 4; ++j) w[j] = uint32_t(next());
+    for (int e = 0; e < 8; ++e) y[e] = mx_float((w[e >> 1] >> (16 * (e & 1))) << 16);
+    if (mx_e2m1_signs8_bf16(w[0], w[1], w[2], w[3]) != mx_e2m1_signs8_f32(y)) ++sign_mismatches;
+  }
+  CHECK(sign_mismatches == 0);
 }
 
 TEST_CASE("mx_encode_rne: known codes") {

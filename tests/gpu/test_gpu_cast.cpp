@@ -428,6 +428,21 @@ TEST_CASE("NVFP4: both conventions, dim0 and dim1, blocked scales, tensor amax o
       in.emplace_back(DType::bf16, std::vector<int64_t>{64, 64});
       CHECK(check_against_reference(k, in, "nvfp4 zeros") == 0);
     }
+  // dim0 with linear scales (the direct kernel's eight-codes-at-once path and its NaN fallback):
+  // blocks of zeros, signed zeros, subnormals only, an Inf, a NaN; and a tensor of subnormals and
+  // zeros only, whose tiny tensor amax makes some blocks' multipliers overflow to Inf (y = 0 * Inf).
+  for (Nvfp4Convention c : {Nvfp4Convention::te, Nvfp4Convention::torchao}) {
+    auto x = input("x", DType::bf16, rank(2));
+    auto s = nvfp4_scale(amax(blocks(x, 1, 16)), c);
+    Pipeline p = pipeline({output("q", cast(e2m1, x / s)), output("s", s)});
+    for (uint64_t seed = 0; seed < 6; ++seed) CHECK(run_block_kinds(p, 128, 192, seed) == 0);
+    Kernel k = jit(p);
+    std::vector<HostTensor> in;
+    in.emplace_back(DType::bf16, std::vector<int64_t>{64, 96});
+    auto* h = reinterpret_cast<uint16_t*>(in.back().bytes.data());
+    for (int64_t i = 0; i < 64 * 96; ++i) h[i] = uint16_t((i % 3 ? 0x8000 : 0) | (i % 5 == 0 ? 0 : 1 + (i * 37) % 3));
+    CHECK(check_against_reference(k, in, "nvfp4 subnormals and zeros") == 0);
+  }
 }
 
 TEST_CASE("user-defined element formats; dequantize of every format into any layout") {
