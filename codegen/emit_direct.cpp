@@ -322,7 +322,9 @@ std::string owner_store(const Ctx& x, int o, int s, bool all_vec, const std::str
   for (int a : row_axes(pl)) t += fmt::format("{}{} ix{};\n", in, all_vec ? "int" : "mx_i64", a);
   const RowFrame f = row_frame(x, all_vec, "okr", "ix{}", in);
   t += f.row_ok + f.indices;
-  t += fmt::format("{}if (okr && cc0 < n_c) static_cast<mx_u8*>(P.out[{}])[{}] = mx_u8(byte);\n", in, o, scale_offset(x, o, fmt::format("(cc0 / {})", pl.block_c)));
+  // Every lane of a real slot stores: in a partial last block the owner's own chunk may lie past
+  // the end (its loads were zeros), but its row's scale is the block's.
+  t += fmt::format("{}if (okr) static_cast<mx_u8*>(P.out[{}])[{}] = mx_u8(byte);\n", in, o, scale_offset(x, o, fmt::format("(cc0 / {})", pl.block_c)));
   return t + ind + "}\n";
 }
 

@@ -130,6 +130,20 @@ TEST_CASE("3-D expert weights cast along N, written per-expert column-major, E =
   CHECK(run_case(p, {3, 70, 130}, 5, true) == 0);
 }
 
+TEST_CASE("software-encoded casts: linear scales stored by their owner lane, rank 2 and 3, row and column tails") {
+  MXJIT_REQUIRE_GPU();
+  // The direct kernel's reduce-scattered scales (FP4/FP6/INT8 on sm_90, every format on sm_80):
+  // lane j of a block stores row j's byte, also where its own chunk lies past the end of a partial
+  // last block (200 and 136 columns: one chunk of 8 in the last block); rows past the end (97 and
+  // 3 x 70 rows) must store nothing (the GPU output is poisoned).
+  uint64_t seed = 71;
+  for (ElemFormat f : {e2m1, e2m3, e3m2, int8}) {
+    CHECK(run_case(single_cast(DType::bf16, 3, 2, f, ScaleRule::floor, layout::row_major(), layout::linear()), {3, 70, 130}, ++seed, true) == 0);
+    CHECK(run_case(single_cast(DType::bf16, 3, 2, f, ScaleRule::floor, layout::row_major(), layout::linear()), {3, 70, 136}, ++seed, true) == 0);
+    CHECK(run_case(single_cast(DType::bf16, 2, 1, f, ScaleRule::rceil, layout::row_major(), layout::linear()), {97, 200}, ++seed, false) == 0);
+  }
+}
+
 TEST_CASE("blocked scale padding (written by the kernels: the direct kernel's grid covers it, the columns kernel's last tiles): batched, both atoms, rows and columns") {
   MXJIT_REQUIRE_GPU();
   // Rows and scale columns that are and are not whole atoms, batched (3-D, direct kernel) and the
