@@ -261,17 +261,22 @@ std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, co
   return fmt::format("mx_encode_rne<{}>({})", fmt_args(q->elem), val);
 }
 
+// Whether scale s is NVFP4's torchao convention, which clamps the scaled values to [-6, 6].
+static bool torchao_clamp(const Ctx& x, int s) {
+  const NodePtr& sn = x.v.scales[size_t(s)];
+  return sn->scale_format == ScaleFormat::e4m3 && sn->convention == Nvfp4Convention::torchao;
+}
+
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
 // times scale s's multiplier, the NVFP4 torchao clamp.
 static std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
-                   const std::string& ind, const std::string& mult) {
+                   const std::string& ind, const std::string& mult, bool clamp = true) {
   const NodePtr& sn = x.v.scales[size_t(s)];
   std::string r = fmt::format("{}float {} = {};\n", ind, out, in);
   if (q->flush_subnormals)
     r += fmt::format("{0}if ((mx_bits({1}) & 0x7fffffffu) < 0x00800000u) {1} = mx_float(mx_bits({1}) & 0x80000000u);\n", ind, out);
   r += fmt::format("{}{} *= {};\n", ind, out, mult);
-  if (sn->scale_format == ScaleFormat::e4m3 && sn->convention == Nvfp4Convention::torchao)
-    r += fmt::format("{0}{1} = mx_fmin_nan(mx_fmax_nan({1}, -6.0f), 6.0f);\n", ind, out);
+  if (clamp && torchao_clamp(x, s)) r += fmt::format("{0}{1} = mx_fmin_nan(mx_fmax_nan({1}, -6.0f), 6.0f);\n", ind, out);
   return r;
 }
 
@@ -288,15 +293,20 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     for (int w = 0; w < words; ++w) x.out += fmt::format("{0}wd[{1}] = (wd[{1}] & keep{2}[{1}]) | fill{2}[{1}];\n", ind, w, s);
   };
   if (pair_fn) {
+    const bool eight = !signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma";
     x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
-    x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e")) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
-    if (!signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma") {
+    x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e"), !eight) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
+    if (eight) {
       // Eight codes at once where no y is NaN (their sum is not NaN) and the multiplier's sign is
       // clear (so y has its input's sign, which signs8 reads): no NaN tests, one shift per pair.
+      // torchao's clamp to [-6, 6] is left to those chunks' fallback: E2M1's encode saturates at 6
+      // anyway, so for y not NaN the codes are the clamped values' codes.
       x.out += fmt::format("{0}const float ysum = ((y[0] + y[1]) + (y[2] + y[3])) + ((y[4] + y[5]) + (y[6] + y[7]));\n"
                            "{0}mx_u32 wd[1];\n{0}if (ysum == ysum && mx_bits({1}) < 0x80000000u) {{\n"
                            "{0}  wd[0] = mx_e2m1x8_f32_finite(y, {2});\n{0}}} else {{\n",
                            ind, mult("0"), signs8);
+      if (torchao_clamp(x, s))
+        x.out += fmt::format("{0}  for (int e = 0; e < 8; ++e) y[e] = mx_fmin_nan(mx_fmax_nan(y[e], -6.0f), 6.0f);\n", ind);
       for (int e = 0; e < n; e += 2)
         x.out += fmt::format("{}  const mx_u32 pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
       x.out += fmt::format("{}  wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);\n{}}}\n", ind, ind);

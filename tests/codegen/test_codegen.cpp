@@ -159,7 +159,11 @@ TEST_CASE("software encodes: pair emulations or mx_encode_rne for nearest even, 
   auto sv = nvfp4_scale(amax(blocks(v, 1, 16)), Nvfp4Convention::torchao);
   const Pipeline nvv = pipeline({output("q", cast(e2m1, v / sv)), output("s", sv)});
   const std::string srcv = generate(nvv, Target::parse("sm_90a"), default_stride_class(nvv)).source;
-  CHECK(srcv.substr(srcv.find("__global__")).find("mx_e2m1x8_f32_finite(y, mx_e2m1_signs8_f32(y))") != std::string::npos);
+  const std::string bodyv = srcv.substr(srcv.find("__global__"));
+  CHECK(bodyv.find("mx_e2m1x8_f32_finite(y, mx_e2m1_signs8_f32(y))") != std::string::npos);
+  // torchao's clamp to [-6, 6] only in the NaN fallback (E2M1's encode saturates at 6 itself).
+  CHECK(bodyv.find("mx_fmin_nan(mx_fmax_nan(y[e], -6.0f), 6.0f)") > bodyv.find("if (ysum == ysum"));
+  CHECK(bodyv.find("y_ = mx_fmin_nan(") == std::string::npos);
   const std::string src100 = generate(nv, Target::parse("sm_100a"), default_stride_class(nv)).source;
   CHECK(src100.substr(src100.find("__global__")).find("ysum") == std::string::npos);  // the FP4 cvt
 }
