@@ -292,29 +292,37 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
   auto apply_masks = [&] {
     for (int w = 0; w < words; ++w) x.out += fmt::format("{0}wd[{1}] = (wd[{1}] & keep{2}[{1}]) | fill{2}[{1}];\n", ind, w, s);
   };
+  // The pair codes pr<j> packed into the words.
+  auto pack = [&](const std::string& in) {
+    for (int w = 0; w < words; ++w) {
+      std::string v;
+      for (int e = w * per_word; e < (w + 1) * per_word; e += 2)
+        v += fmt::format("{}(pr{} << {})", v.empty() ? "" : " | ", e / 2, (e % per_word) * bits);
+      x.out += fmt::format("{}wd[{}] = {};\n", in, w, v);
+    }
+  };
+  bool eight = false;
   if (pair_fn) {
-    const bool eight = !signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma";
+    eight = !signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma";
     x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
     x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e"), !eight) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
+    // Eight codes at once where no y is NaN (their sum is not NaN) and the multiplier's sign is
+    // clear (so y has its input's sign, which signs8 reads): no NaN tests, one shift per pair.
+    // torchao's clamp to [-6, 6] is left to the other chunks' pairs: E2M1's encode saturates at 6
+    // anyway, so for y not NaN the codes are the clamped values' codes.
+    const std::string in = eight ? ind + "  " : ind;
     if (eight) {
-      // Eight codes at once where no y is NaN (their sum is not NaN) and the multiplier's sign is
-      // clear (so y has its input's sign, which signs8 reads): no NaN tests, one shift per pair.
-      // torchao's clamp to [-6, 6] is left to those chunks' fallback: E2M1's encode saturates at 6
-      // anyway, so for y not NaN the codes are the clamped values' codes.
       x.out += fmt::format("{0}const float ysum = ((y[0] + y[1]) + (y[2] + y[3])) + ((y[4] + y[5]) + (y[6] + y[7]));\n"
                            "{0}mx_u32 wd[1];\n{0}if (ysum == ysum && mx_bits({1}) < 0x80000000u) {{\n"
                            "{0}  wd[0] = mx_e2m1x8_f32_finite(y, {2});\n{0}}} else {{\n",
                            ind, mult("0"), signs8);
-      if (torchao_clamp(x, s))
-        x.out += fmt::format("{0}  for (int e = 0; e < 8; ++e) y[e] = mx_fmin_nan(mx_fmax_nan(y[e], -6.0f), 6.0f);\n", ind);
-      for (int e = 0; e < n; e += 2)
-        x.out += fmt::format("{}  const mx_u32 pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
-      x.out += fmt::format("{}  wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);\n{}}}\n", ind, ind);
-      const unsigned fill = unsigned(nan_code(q->elem)) * 0x11111111u;
-      x.out += fmt::format("{0}if (flag{1}) {{\n{0}  const mx_u32 f_ = flag{1} == 1u ? 0u : {2}u;\n{0}  wd[0] = f_;\n{0}}}\n", ind, s, fill);
-      return;
+      if (torchao_clamp(x, s)) x.out += fmt::format("{}for (int e = 0; e < 8; ++e) y[e] = mx_fmin_nan(mx_fmax_nan(y[e], -6.0f), 6.0f);\n", in);
     }
-    for (int e = 0; e < n; e += 2) x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
+    for (int e = 0; e < n; e += 2) x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", in, e / 2, pair_fn, e, e + 1);
+    if (eight) {
+      pack(in);
+      x.out += ind + "}\n";
+    }
   } else {
     // Software encoder: codes pair by pair with the block flag applied per element, then packed.
     // (This exact shape is the one measured bit-exact on sm_90; a variant that packed the
@@ -339,12 +347,9 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     if (per_column) apply_masks();
     return;
   }
-  x.out += fmt::format("{}mx_u32 wd[{}];\n", ind, words);
-  for (int w = 0; w < words; ++w) {
-    std::string v;
-    for (int e = w * per_word; e < (w + 1) * per_word; e += 2)
-      v += fmt::format("{}(pr{} << {})", v.empty() ? "" : " | ", e / 2, (e % per_word) * bits);
-    x.out += fmt::format("{}wd[{}] = {};\n", ind, w, v);
+  if (!eight) {
+    x.out += fmt::format("{}mx_u32 wd[{}];\n", ind, words);
+    pack(ind);
   }
   if (per_column) {
     apply_masks();
