@@ -271,7 +271,6 @@ static bool torchao_clamp(const Ctx& x, int s) {
 // times scale s's multiplier, the NVFP4 torchao clamp.
 static std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
                    const std::string& ind, const std::string& mult, bool clamp = true) {
-  const NodePtr& sn = x.v.scales[size_t(s)];
   std::string r = fmt::format("{}float {} = {};\n", ind, out, in);
   if (q->flush_subnormals)
     r += fmt::format("{0}if ((mx_bits({1}) & 0x7fffffffu) < 0x00800000u) {1} = mx_float(mx_bits({1}) & 0x80000000u);\n", ind, out);

@@ -360,15 +360,13 @@ MX_D mx_u32 mx_e2m1x8_bf16_finite(mx_u32 w0, mx_u32 w1, mx_u32 w2, mx_u32 w3, fl
 // pair shifts into byte j. Used where the scale is not a power of two (NVFP4), so the bf16x2 path
 // does not apply.
 MX_D mx_u32 mx_e2m1x8_f32_finite(const float* y, mx_u32 signs) {
-  mx_u32 p[4];
-#pragma unroll
+  mx_u32 p[4];  // constant trip counts: unrolled without a pragma (host tests compile this too)
   for (int j = 0; j < 4; ++j) p[j] = mx_e2m1_mag_bits(y[2 * j]) + mx_e2m1_mag_bits(y[2 * j + 1]) * 16u;
   return signs + (p[0] >> 22) + (p[1] >> 14) + (p[2] >> 6) + (p[3] << 2);
 }
 // The sign bits of y[0..7] at bit 4e + 3.
 MX_D mx_u32 mx_e2m1_signs8_f32(const float* y) {
   mx_u32 s = 0u;
-#pragma unroll
   for (int e = 0; e < 8; ++e) s |= (mx_bits(y[e]) >> 31) << (4 * e + 3);
   return s;
 }
