@@ -160,10 +160,12 @@ TEST_CASE("blocked scale padding (written by the kernels: the direct kernel's gr
   // The columns kernel writes its tiles' padding itself: with blocks of 64 and 128 rows, the last
   // row tile covers more padded scale columns (4 per atom) than it has blocks.
   for (int64_t blk : {64, 128})
-    for (auto sh : std::vector<std::vector<int64_t>>{{300, 70}, {640, 260}, {129, 8}})
+    for (auto sh : std::vector<std::vector<int64_t>>{{300, 70}, {640, 260}, {129, 8}}) {
+      ++n;  // the seed and the adversarial choice from one value (not ++n beside n in one call)
       CHECK(run_case(single_cast(DType::bf16, 2, 0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4(),
                                  NanPolicy::nan_block, blk),
-                     sh, uint64_t(++n), n % 2 == 0) == 0);
+                     sh, uint64_t(n), n % 2 == 0) == 0);
+    }
   MESSAGE("padded blocked cases: " << n);
 }
 
