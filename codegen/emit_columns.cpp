@@ -213,9 +213,13 @@ void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, cons
     }, ind + "  ");
     const int packed = q->elem.packed() ? (along_r ? x.plan.ax_r : x.plan.ax_c) : -1;
     if (fast && codes_staged(x)) {  // into the tile's staged codes (line, 8-byte chunk)
-      const std::string line = along_r ? "(c0 - t_c0 + c)" : "(r0 - t_r0 + r)", chunk = along_r ? "((r0 - t_r0) >> 3)" : "((c0 - t_c0) >> 3)";
+      // The swizzle reads the thread's first line (lane_c0 or lane_r0, a multiple of 8): the
+      // loop's 8 lines share it, so the address is a per-thread base plus 128 per line (written
+      // with r0 - t_r0 + r, the swizzle took 5 instructions per store).
+      const std::string first = along_r ? "lane_c0" : "lane_r0", line = fmt::format("({} + {})", first, along_r ? "c" : "r"),
+                        chunk = along_r ? "(lane_r0 >> 3)" : "(lane_c0 >> 3)";
       x.out += fmt::format("{0}  *reinterpret_cast<uint2*>(&q{1}_tile[{2} * 128 + (({3} ^ {4}) << 3)]) = make_uint2(wd[0], wd[1]);\n", ind, o,
-                           line, chunk, code_swizzle(along_r, line));
+                           line, chunk, code_swizzle(along_r, first));
     } else if (fast) {  // whole and aligned (the fast path's condition); ob<o>_ steps along the loop
       x.out += fmt::format("{}  mx_u8* const ob = ob{}_;\n", ind, o);
       emit_store_codes(x, q, n, "true", "true", ind + "  ", true);
@@ -332,16 +336,18 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
       const bool dist = fast && distributed(x, s, kCols, lanes, k);
       if (dist) emit_scatter_scales(x, s, kCols, xors, col_m, scale_staged(x, s) ? col_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} ({} lanes), column by column.\n", ind, s, bs, pl.ax_r, lanes);
-      x.out += fmt::format("#pragma unroll\n{}for (int c = 0; c < {}; ++c) {{\n", ind, kCols);
-      emit_values(x, root, "col", "r", kRows, in2, fast, along_c);
-      x.out += in2 + "{\n";
-      if (dist) emit_gather_scale(x, s, kCols, xors, "c", in3, std::to_string(s));
-      else emit_amax_of(x, s, "col", kRows, xors, in3, k >= 0 ? col_m("c") : "");
-      x.out += in3 + "const int r = 0;\n";
-      emit_uses(x, s, true, col_stage("c"), in3,
-                fast ? fmt::format("(rg % {}) == 0", lanes) : fmt::format("(rg % {}) == 0 && r0 < n_r && c0 + c < n_c", lanes), "col",
-                fast, !dist);
-      x.out += in2 + "}\n" + ind + "}\n";
+      emit_clean_split(x, dist ? scales_clean(s, kCols, xors) : "", ind, [&](bool clean) {
+        x.out += fmt::format("#pragma unroll\n{}for (int c = 0; c < {}; ++c) {{\n", ind, kCols);
+        emit_values(x, root, "col", "r", kRows, in2, fast, along_c);
+        x.out += in2 + "{\n";
+        if (dist) emit_gather_scale(x, s, kCols, xors, "c", in3, std::to_string(s), clean);
+        else emit_amax_of(x, s, "col", kRows, xors, in3, k >= 0 ? col_m("c") : "");
+        x.out += in3 + "const int r = 0;\n";
+        emit_uses(x, s, true, col_stage("c"), in3,
+                  fast ? fmt::format("(rg % {}) == 0", lanes) : fmt::format("(rg % {}) == 0 && r0 < n_r && c0 + c < n_c", lanes), "col",
+                  fast, !dist);
+        x.out += in2 + "}\n" + ind + "}\n";
+      });
     } else {
       const int k = pk[size_t(s)];
       auto row_m = [&](const std::string& r) { return widen_half(x, k, fmt::format("pr{}[{}]", s, r), -1); };
@@ -352,15 +358,17 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
       const bool dist = fast && distributed(x, s, kRows, 4, k);
       if (dist) emit_scatter_scales(x, s, kRows, xors, row_m, scale_staged(x, s) ? row_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} (4 lanes), row by row.\n", ind, s, bs, pl.ax_c);
-      x.out += fmt::format("#pragma unroll\n{}for (int r = 0; r < {}; ++r) {{\n", ind, kRows);
-      emit_values(x, root, "row", "c", kCols, in2, fast);
-      x.out += in2 + "{\n";
-      if (dist) emit_gather_scale(x, s, kRows, xors, "r", in3, std::to_string(s));
-      else emit_amax_of(x, s, "row", kCols, {lanes_r, 2 * lanes_r}, in3, k >= 0 ? row_m("r") : "");
-      x.out += in3 + "const int c = 0;\n";
-      emit_uses(x, s, false, row_stage("r"), in3, fast ? std::string("cl == 0") : std::string("cl == 0 && r0 + r < n_r && c0 < n_c"),
-                "row", fast, !dist);
-      x.out += in2 + "}\n" + ind + "}\n";
+      emit_clean_split(x, dist ? scales_clean(s, kRows, xors) : "", ind, [&](bool clean) {
+        x.out += fmt::format("#pragma unroll\n{}for (int r = 0; r < {}; ++r) {{\n", ind, kRows);
+        emit_values(x, root, "row", "c", kCols, in2, fast);
+        x.out += in2 + "{\n";
+        if (dist) emit_gather_scale(x, s, kRows, xors, "r", in3, std::to_string(s), clean);
+        else emit_amax_of(x, s, "row", kCols, {lanes_r, 2 * lanes_r}, in3, k >= 0 ? row_m("r") : "");
+        x.out += in3 + "const int c = 0;\n";
+        emit_uses(x, s, false, row_stage("r"), in3, fast ? std::string("cl == 0") : std::string("cl == 0 && r0 + r < n_r && c0 < n_c"),
+                  "row", fast, !dist);
+        x.out += in2 + "}\n" + ind + "}\n";
+      });
     }
   }
 }

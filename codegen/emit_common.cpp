@@ -568,7 +568,7 @@ void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors,
 }
 
 void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind,
-                       const std::string& suffix) {
+                       const std::string& suffix, bool clean) {
   int mask = 0, n = items;
   std::string src;
   for (int xr : xors) {
@@ -577,7 +577,31 @@ void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, c
     n /= 2;
   }
   x.out += fmt::format("{0}const mx_u32 w_ = __shfl_sync(0xffffffffu, own{1}[{2} % {3}], (lane & ~{4}){5});\n", ind, s, var, n, mask, src);
-  x.out += fmt::format("{0}const mx_u32 flag{1} = w_ < 3u ? w_ : 0u;\n{0}const float mult{1} = w_ < 3u ? 0.0f : mx_float(w_);\n", ind, suffix);
+  if (clean) x.out += fmt::format("{0}const mx_u32 flag{1} = 0u;\n{0}const float mult{1} = mx_float(w_);\n", ind, suffix);
+  else x.out += fmt::format("{0}const mx_u32 flag{1} = w_ < 3u ? w_ : 0u;\n{0}const float mult{1} = w_ < 3u ? 0.0f : mx_float(w_);\n", ind, suffix);
+}
+
+void emit_clean_split(Ctx& x, const std::string& clean_cond, const std::string& ind, const std::function<void(bool)>& body) {
+  if (clean_cond.empty()) {
+    body(false);
+    return;
+  }
+  std::string outer;
+  outer.swap(x.out);
+  body(true);
+  const std::string clean = std::move(x.out);
+  x.out.clear();
+  body(false);
+  const std::string flagged = std::move(x.out);
+  x.out = std::move(outer);
+  x.out += fmt::format("{}if ({}) {{  // no flagged block in the warp\n", ind, clean_cond) + indent_lines(clean, "  ", true);
+  x.out += ind + "} else {\n" + indent_lines(flagged, "  ", true) + ind + "}\n";
+}
+
+std::string scales_clean(int s, int items, const std::vector<int>& xors) {
+  std::string all;
+  for (int i = 0; i < (items >> xors.size()); ++i) all += fmt::format("{}own{}[{}] > 2u", i ? " && " : "", s, i);
+  return fmt::format("__all_sync(0xffffffffu, {})", all);
 }
 
 

@@ -165,8 +165,18 @@ void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors,
                          const std::string& ind, const std::function<std::string(const std::string&)>& store = nullptr);
 /// In the loop over items (variable `var`, a constant after unrolling): this item's scale word
 /// from its owner lane as `w_`, and its flag and multiplier as flag<suffix> and mult<suffix>.
+/// `clean`: the caller knows that no block of the warp is flagged (scales_clean), so the flag is
+/// the constant 0 and the flag handling folds away.
 void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind,
-                       const std::string& suffix);
+                       const std::string& suffix, bool clean = false);
+/// C expression, after emit_scatter_scales (same s, items, xors), the same on every lane: no
+/// lane of the warp owns a flagged block of scale s (zero or NaN), so every multiplier is real.
+std::string scales_clean(int s, int items, const std::vector<int>& xors);
+/// Emits `body(clean)` (statements at `ind`) twice, under `if (clean_cond)` with clean = true and
+/// in its else with clean = false; once with clean = false where `clean_cond` is empty. With
+/// clean_cond a warp vote (scales_clean), the common case of no zero or NaN block runs without
+/// the per-item flag tests and selects (7 instructions per row of 8 FP8 codes on sm_90a).
+void emit_clean_split(Ctx& x, const std::string& clean_cond, const std::string& ind, const std::function<void(bool)>& body);
 /// The NaN-propagating packed max of input k's 16-bit type: "mx_max_bf16x2" or "mx_max_f16x2".
 const char* packed_max_fn(const Ctx& x, int k);
 /// C expression: the packed max of the |x| words w0..w3 of input k (two lanes per instruction).

@@ -70,6 +70,35 @@ int64_t run_block_kinds(const Pipeline& p, int64_t rows, int64_t cols, uint64_t 
   return check_against_reference(k, in, fmt::format("block kinds [{},{}] seed {}", rows, cols, seed));
 }
 
+// A bf16 tensor of `shape` (rank 2 or 3, last two axes rows x columns) of random normal values
+// in which only the 32 x 32 squares at `flagged` (square row, square column; batch 0) hold a
+// flagged block kind (all +-0, one NaN, one -Inf, subnormals only, in turn), so that most warps
+// of the columns kernel see no flagged block (their clean path) and a few do, in one launch.
+int64_t run_sparse_flags(const Pipeline& p, const std::vector<int64_t>& shape, const std::vector<std::pair<int64_t, int64_t>>& flagged,
+                         uint64_t seed, const detail::Tuning& tuning = {}) {
+  Kernel k = jit(p, current_target(), tuning);
+  std::vector<HostTensor> in;
+  in.emplace_back(DType::bf16, shape);
+  fill_random(in.back(), seed, false);
+  auto* h = reinterpret_cast<uint16_t*>(in.back().bytes.data());
+  const int64_t cols = shape.back();
+  int kind = 0;
+  for (auto [sr, sc] : flagged) {
+    for (int64_t r = sr * 32; r < sr * 32 + 32; ++r)
+      for (int64_t c = sc * 32; c < sc * 32 + 32; ++c) {
+        uint16_t& v = h[r * cols + c];
+        switch (kind % 4) {
+          case 0: v = (r + c) % 3 ? 0x8000 : 0; break;
+          case 1: if (r % 32 == 7 && c % 32 == 30) v = 0x7fc1; break;   // NaN
+          case 2: if (r % 32 == 31 && c % 32 == 0) v = 0xff80; break;   // -Inf
+          default: v = uint16_t(((r + c) % 2 ? 0x8000 : 0) | (1 + (r * 5 + c) % 127)); break;  // subnormals only
+        }
+      }
+    ++kind;
+  }
+  return check_against_reference(k, in, fmt::format("sparse flags [{}] {} squares seed {}", fmt::join(shape, ","), flagged.size(), seed));
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -211,6 +240,27 @@ TEST_CASE("dim0 and dim1 from one read of the input") {
     }
   }
   MESSAGE("dim0+dim1 tuned cases: " << n);
+}
+
+TEST_CASE("columns kernel: warps without flagged blocks beside warps with them, in one launch") {
+  MXJIT_REQUIRE_GPU();
+  // The columns kernel's fast path takes a branch without flag tests when no block of the warp
+  // is flagged (scales_clean). Here a few squares are flagged and the rest are not, so both
+  // branches run in one launch: dim0+dim1 (both scale directions), dim1 and 3-D per-expert.
+  const std::vector<std::pair<int64_t, int64_t>> few = {{0, 0}, {1, 5}, {6, 2}, {3, 7}, {9, 9}, {4, 4}, {7, 11}, {2, 14}};
+  int n = 0;
+  for (const Layout& sl : {layout::linear(), layout::blocked_128x4()}) {
+    for (ScaleRule rule : {ScaleRule::rceil, ScaleRule::floor}) {
+      CHECK(run_sparse_flags(dim0_dim1(rule, sl), {384, 512}, few, uint64_t(n++)) == 0);
+      CHECK(run_sparse_flags(single_cast(DType::bf16, 2, 0, e4m3, rule, layout::col_major(), sl), {384, 512}, few, uint64_t(n++)) == 0);
+      CHECK(run_sparse_flags(single_cast(DType::bf16, 2, 0, e2m1, rule, layout::col_major(), sl), {384, 512}, few, uint64_t(n++)) == 0);
+    }
+    auto x3 = input("x", DType::bf16, rank(3));
+    auto s3 = e8m0_scale(amax(blocks(x3, 1, 32)), e4m3, ScaleRule::rceil);
+    CHECK(run_sparse_flags(pipeline({output("q", cast(e4m3, x3 / s3), layout::expert_col_major()), output("s", s3, sl)}), {2, 384, 512},
+                           few, uint64_t(n++)) == 0);
+  }
+  MESSAGE("sparse-flag cases: " << n);
 }
 
 TEST_CASE("whole tiles store their scales 4 bytes at a time; one scale per lane; direct rows of 640 and 260 slots") {
