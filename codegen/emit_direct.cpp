@@ -415,6 +415,113 @@ void emit_values_store(Ctx& x, int o) {
   x.out += "      else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = mx_u16(h2[e >> 1] >> (16 * (e & 1)));\n    }\n";
 }
 
+// Phase 2 of the direct kernel: per chunk u, its values, its block scales (by shuffles within
+// each block's lanes, or fetched from their owner lane where reduce-scattered) and its outputs.
+// `clean`: no block of the warp is flagged for the reduce-scattered scales (emit_clean_split).
+void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
+  const Plan& pl = x.plan;
+  const int U = pl.unroll, G = pl.group;
+  const std::vector<int> ra = row_axes(pl);
+  x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
+  x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
+  x.out += "    const int cc = cc_[u];\n";
+  for (int a : ra) x.out += fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
+    const InputDecl& in = x.p.inputs()[k];
+    if (in.kind != InputDecl::tensor) continue;
+    x.out += fmt::format("    float x{}[8];\n", k);
+    if (!vec_input(x, int(k)))
+      x.out += fmt::format("    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
+    else
+      for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], x{} + {});\n", unpack_fn(in.dtype), k, i, k, 4 * i);
+  }
+  for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
+  // FP8 codes decode eight at a time through the hardware cvt (sm_89+).
+  auto hw_decode = [&](const NodePtr& n) { return x.target.hw_fp8() && (n->elem == e4m3 || n->elem == e5m2); };
+  for (size_t i = 0; i < dqs.size(); ++i)
+    if (hw_decode(dqs[i]))
+      x.out += fmt::format("    float dqf{0}[8];\n    mx_decode8_fp8<{1}>(dqc{0}_[u], dqf{0});\n", i, dqs[i]->elem == e5m2);
+  x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
+  bool pure = true;
+  for (const NodePtr& r : x.v.roots) pure = pure && register_values(x, r);
+  std::string body;
+  ExprEmitter em(
+      [&](const NodePtr& n) {
+        for (size_t i = 0; i < dqs.size(); ++i)
+          if (dqs[i] == n) {
+            if (hw_decode(n)) return fmt::format("(dqf{0}[e] * dqs{0}_[u])", i);
+            const std::string code = n->elem.packed() ? fmt::format("((dqc{}_[u].x >> (4 * e)) & 15u)", i)
+                                                      : fmt::format("(((e < 4 ? dqc{0}_[u].x : dqc{0}_[u].y) >> (8 * (e & 3))) & 255u)", i);
+            return fmt::format("(mx_decode<{}>({}) * dqs{}_[u])", fmt_args(n->elem), code, i);
+          }
+        return leaf_expr(x, n);
+      },
+      "t");
+  for (size_t r = 0; r < x.v.roots.size(); ++r) {
+    std::string var = em.emit(x.v.roots[r], body, "      ");
+    body += fmt::format("      v{}[e] = {};\n", r, var);
+  }
+  std::string zero;
+  for (size_t r = 0; r < x.v.roots.size(); ++r) zero += fmt::format("v{}[e] = 0.0f; ", r);
+  // Roots that are tensor inputs themselves are already +0 out of range (the loads' tails).
+  bool bare = true;
+  for (const NodePtr& r : x.v.roots)
+    bare = bare && r->op == Op::input && x.p.inputs()[size_t(x.p.input_index(r->name))].kind == InputDecl::tensor;
+  if (pure) {
+    // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
+    // the full-chunk path has no per-element branches.
+    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n      (void)c;\n" + body + "    }\n";
+    if (!bare)
+      x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
+  } else {
+    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
+    x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
+  }
+  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+    const int root = x.v.scale_root[s];
+    x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
+    if (scatter_scale(x, int(s))) {
+      emit_gather_scale(x, int(s), U, scatter_xors(pl), "u", "      ", "", clean);
+      // The multiplier is 2^(127 - byte): its exponent field is 254 - byte (0 for byte 254, 2^-127).
+      x.out += clean ? "      const mx_u32 byte = 254u - (w_ >> 23);\n"
+                     : "      const mx_u32 byte = w_ < 3u ? (w_ == 2u ? 255u : 0u) : 254u - (w_ >> 23);\n";
+      x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = 0.0f;\n    }}\n", s);
+      continue;
+    }
+    if (const int k = words_input(x, int(s)); k >= 0) {
+      // A bare 16-bit input: the maximum of its loaded words, two lanes per instruction (the
+      // flush of the maximum is the maximum of the flushed values: flushing is monotonic).
+      const std::string w = fmt::format("r{}_[u][0]", k);
+      x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+      x.out += fmt::format("      mx_u32 m = {};\n", widen_half(x, k, "pw", -1));
+      if (x.v.scale_flush[s]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
+    } else {
+      x.out += fmt::format("      mx_u32 m = 0u;\n      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}m = a > m ? a : m; }}\n",
+                           root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "");
+    }
+    for (int off = G / 2; off >= 1; off /= 2)
+      x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
+    x.out += scale_from_amax(x.v.scales[s], "      ");
+    x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n    }}\n", s);
+  }
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    switch (out.kind) {
+      case OutputKind::scales:
+        if (!owner_stores(x, o)) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
+        break;
+      case OutputKind::elems: emit_elems_store(x, o); break;
+      case OutputKind::values: emit_values_store(x, o); break;
+      case OutputKind::amax: {
+        const int r = x.v.output_index[size_t(o)];
+        x.out += fmt::format("    for (int e = 0; e < 8; ++e) {{ const mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; tamax[{0}] = a > tamax[{0}] ? a : tamax[{0}]; }}\n", r);
+        break;
+      }
+    }
+  }
+  x.out += "  }\n";
+}
+
 }  // namespace
 
 void emit_direct_kernel(Ctx& x) {
@@ -457,7 +564,6 @@ void emit_direct_kernel(Ctx& x) {
     x.out += "  const mx_i64 row0 = gi / 32 * 128 + gi % 32;\n";
   }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
-  const std::vector<int> ra = row_axes(pl);
   const RowFrame f = row_frame(x, all_vec, "ok[u]", "ix{}_[u]", "    ");
   x.out += f.row_ok + "    cc_[u] = cc0;\n" + f.indices;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
@@ -489,106 +595,7 @@ void emit_direct_kernel(Ctx& x) {
   std::string clean_cond;
   for (int s = 0; s < int(x.v.scales.size()); ++s)
     if (scatter_scale(x, s)) clean_cond += (clean_cond.empty() ? "" : " && ") + scales_clean(s, U, scatter_xors(pl));
-  emit_clean_split(x, clean_cond, "  ", [&](bool clean) {
-    x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
-    x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
-    x.out += "    const int cc = cc_[u];\n";
-    for (int a : ra) x.out += fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a);
-    for (size_t k = 0; k < x.p.inputs().size(); ++k) {
-      const InputDecl& in = x.p.inputs()[k];
-      if (in.kind != InputDecl::tensor) continue;
-      x.out += fmt::format("    float x{}[8];\n", k);
-      if (!vec_input(x, int(k)))
-        x.out += fmt::format("    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
-      else
-        for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], x{} + {});\n", unpack_fn(in.dtype), k, i, k, 4 * i);
-    }
-    for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
-    // FP8 codes decode eight at a time through the hardware cvt (sm_89+).
-    auto hw_decode = [&](const NodePtr& n) { return x.target.hw_fp8() && (n->elem == e4m3 || n->elem == e5m2); };
-    for (size_t i = 0; i < dqs.size(); ++i)
-      if (hw_decode(dqs[i]))
-        x.out += fmt::format("    float dqf{0}[8];\n    mx_decode8_fp8<{1}>(dqc{0}_[u], dqf{0});\n", i, dqs[i]->elem == e5m2);
-    x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
-    bool pure = true;
-    for (const NodePtr& r : x.v.roots) pure = pure && register_values(x, r);
-    std::string body;
-    ExprEmitter em(
-        [&](const NodePtr& n) {
-          for (size_t i = 0; i < dqs.size(); ++i)
-            if (dqs[i] == n) {
-              if (hw_decode(n)) return fmt::format("(dqf{0}[e] * dqs{0}_[u])", i);
-              const std::string code = n->elem.packed() ? fmt::format("((dqc{}_[u].x >> (4 * e)) & 15u)", i)
-                                                        : fmt::format("(((e < 4 ? dqc{0}_[u].x : dqc{0}_[u].y) >> (8 * (e & 3))) & 255u)", i);
-              return fmt::format("(mx_decode<{}>({}) * dqs{}_[u])", fmt_args(n->elem), code, i);
-            }
-          return leaf_expr(x, n);
-        },
-        "t");
-    for (size_t r = 0; r < x.v.roots.size(); ++r) {
-      std::string var = em.emit(x.v.roots[r], body, "      ");
-      body += fmt::format("      v{}[e] = {};\n", r, var);
-    }
-    std::string zero;
-    for (size_t r = 0; r < x.v.roots.size(); ++r) zero += fmt::format("v{}[e] = 0.0f; ", r);
-    // Roots that are tensor inputs themselves are already +0 out of range (the loads' tails).
-    bool bare = true;
-    for (const NodePtr& r : x.v.roots)
-      bare = bare && r->op == Op::input && x.p.inputs()[size_t(x.p.input_index(r->name))].kind == InputDecl::tensor;
-    if (pure) {
-      // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
-      // the full-chunk path has no per-element branches.
-      x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n      (void)c;\n" + body + "    }\n";
-      if (!bare)
-        x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
-    } else {
-      x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
-      x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
-    }
-    for (size_t s = 0; s < x.v.scales.size(); ++s) {
-      const int root = x.v.scale_root[s];
-      x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
-      if (scatter_scale(x, int(s))) {
-        emit_gather_scale(x, int(s), U, scatter_xors(pl), "u", "      ", "", clean);
-        // The multiplier is 2^(127 - byte): its exponent field is 254 - byte (0 for byte 254, 2^-127).
-        x.out += clean ? "      const mx_u32 byte = 254u - (w_ >> 23);\n"
-                       : "      const mx_u32 byte = w_ < 3u ? (w_ == 2u ? 255u : 0u) : 254u - (w_ >> 23);\n";
-        x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = 0.0f;\n    }}\n", s);
-        continue;
-      }
-      if (const int k = words_input(x, int(s)); k >= 0) {
-        // A bare 16-bit input: the maximum of its loaded words, two lanes per instruction (the
-        // flush of the maximum is the maximum of the flushed values: flushing is monotonic).
-        const std::string w = fmt::format("r{}_[u][0]", k);
-        x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
-        x.out += fmt::format("      mx_u32 m = {};\n", widen_half(x, k, "pw", -1));
-        if (x.v.scale_flush[s]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
-      } else {
-        x.out += fmt::format("      mx_u32 m = 0u;\n      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}m = a > m ? a : m; }}\n",
-                             root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "");
-      }
-      for (int off = G / 2; off >= 1; off /= 2)
-        x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
-      x.out += scale_from_amax(x.v.scales[s], "      ");
-      x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n    }}\n", s);
-    }
-    for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-      const Output& out = x.p.outputs()[size_t(o)];
-      switch (out.kind) {
-        case OutputKind::scales:
-          if (!owner_stores(x, o)) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
-          break;
-        case OutputKind::elems: emit_elems_store(x, o); break;
-        case OutputKind::values: emit_values_store(x, o); break;
-        case OutputKind::amax: {
-          const int r = x.v.output_index[size_t(o)];
-          x.out += fmt::format("    for (int e = 0; e < 8; ++e) {{ const mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; tamax[{0}] = a > tamax[{0}] ? a : tamax[{0}]; }}\n", r);
-          break;
-        }
-      }
-    }
-    x.out += "  }\n";
-  });
+  emit_clean_split(x, clean_cond, "  ", [&](bool clean) { emit_phase2(x, dqs, clean); });
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) emit_blocked_words(x, o);
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
