@@ -168,7 +168,15 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n) {
   throw Error("mxjit internal: unexpected leaf");
 }
 
-std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
+// NVFP4: the statement `<lhs> <multiplier of E4M3 scale byte `byte`>;` in sn's convention (the
+// block's values are multiplied by it before the E2M1 encode).
+static std::string nvfp4_mult(const NodePtr& sn, const std::string& byte, const std::string& lhs) {
+  if (sn->convention == Nvfp4Convention::te)
+    return fmt::format("{{ const float den = mx_decode<4, 3, 1, false>({}) * mx_s_dec; {} den == 0.0f ? 0.0f : 1.0f / den; }}\n", byte, lhs);
+  return fmt::format("{} mx_per_tensor_inv / mx_decode<4, 3, 1, false>({});\n", lhs, byte);
+}
+
+std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std::string& mult_table) {
   // Emits code that turns `m` (the block's max |x| as FP32 bits) into byte, flag, mult, sval.
   const ElemFormat& f = sn->elem;
   std::string o = "mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n";
@@ -217,13 +225,13 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in) {
       o += "{\n  const float a = mx_float(m);\n";
       if (sn->convention == Nvfp4Convention::te) {
         o += "  byte = mx_e4m3_rne(a * mx_s_enc6);\n";
-        o += "  const float den = mx_decode<4, 3, 1, false>(byte) * mx_s_dec;\n";
-        o += "  mult = den == 0.0f ? 0.0f : 1.0f / den;\n";
+        o += mult_table.empty() ? "  " + nvfp4_mult(sn, "byte", "mult =") : fmt::format("  mult = {}[byte];\n", mult_table);
       } else {
         o += "  if (mx_per_tensor == 0.0f) { byte = mx_e4m3_rne(mx_float(0x3c800000u)); flag = 1u; }\n";
         o += "  else {\n    const float ratio = (a / 6.0f) / mx_per_tensor;\n";
         o += "    byte = mx_e4m3_rne(mx_fmin_nan(mx_fmax_nan(ratio, mx_float(0x3c800000u)), 448.0f));\n";
-        o += "    mult = mx_per_tensor_inv / mx_decode<4, 3, 1, false>(byte);\n  }\n";
+        o += mult_table.empty() ? "    " + nvfp4_mult(sn, "byte", "mult =") : fmt::format("    mult = {}[byte];\n", mult_table);
+        o += "  }\n";
       }
       o += "}\n";
       break;
@@ -305,14 +313,19 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     eight = !signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma";
     x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
     x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e"), !eight) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
-    // Eight codes at once where no y is NaN (their sum is not NaN) and the multiplier's sign is
-    // clear (so y has its input's sign, which signs8 reads): no NaN tests, one shift per pair.
+    // Eight codes at once where no y is NaN and the multiplier's sign is clear (so y has its
+    // input's sign, which signs8 reads): no NaN tests, one shift per pair. Both conventions give
+    // a block holding a NaN or an infinity a NaN multiplier: its amax is NaN (then so is the
+    // scale byte's multiplier) or infinite, and so is the tensor amax of the same values, which
+    // makes TE's s_enc 0 (0 * Inf and 0 * (1 / 0) are NaN) and torchao's ratio Inf / Inf. So a
+    // multiplier whose bits lie below +Inf's multiplies finite values only, and a finite value
+    // times a finite multiplier is never NaN (an overflow to infinity encodes as 6, as the
+    // pairs do). A sum of the eight y tested for NaN, the earlier guard, cost seven adds.
     // torchao's clamp to [-6, 6] is left to the other chunks' pairs: E2M1's encode saturates at 6
     // anyway, so for y not NaN the codes are the clamped values' codes.
     const std::string in = eight ? ind + "  " : ind;
     if (eight) {
-      x.out += fmt::format("{0}const float ysum = ((y[0] + y[1]) + (y[2] + y[3])) + ((y[4] + y[5]) + (y[6] + y[7]));\n"
-                           "{0}mx_u32 wd[1];\n{0}if (ysum == ysum && mx_bits({1}) < 0x80000000u) {{\n"
+      x.out += fmt::format("{0}mx_u32 wd[1];\n{0}if (mx_bits({1}) < 0x7f800000u) {{\n"
                            "{0}  wd[0] = mx_e2m1x8_f32_finite(y, {2});\n{0}}} else {{\n",
                            ind, mult("0"), signs8);
       if (torchao_clamp(x, s)) x.out += fmt::format("{}for (int e = 0; e < 8; ++e) y[e] = mx_fmin_nan(mx_fmax_nan(y[e], -6.0f), 6.0f);\n", in);
@@ -416,19 +429,37 @@ void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, 
 
 namespace mxjit::detail {
 
-std::string tamax_decl(const Ctx& x) {
+std::string mult_table(int s) { return fmt::format("mx_mult{}", s); }
+
+std::string tamax_decl(const Ctx& x, bool tables) {
+  std::string o;
   for (const NodePtr& sn : x.v.scales)
-    if (sn->scale_format == ScaleFormat::e4m3)
+    if (sn->scale_format == ScaleFormat::e4m3) {
       // Both conventions' per-tensor factors (DESIGN §4), as scale_from_amax uses them: TE's
       // encode scale s_enc = 2688 / amax (1 for amax 0, FLT_MAX for an infinite quotient), with
       // s_enc / 6 and 1 / s_enc; torchao's per_tensor = amax / 2688 and its reciprocal.
-      return "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n"
-             "  float mx_s_enc = mx_tamax == 0.0f ? 1.0f : 2688.0f / mx_tamax;\n"
-             "  if (mx_bits(mx_s_enc) == 0x7f800000u) mx_s_enc = mx_float(0x7f7fffffu);\n" +
-             fmt::format("  const float mx_s_enc6 = mx_s_enc * {}, mx_s_dec = 1.0f / mx_s_enc;\n", float_literal(1.0 / 6.0)) +
-             "  const float mx_per_tensor = mx_tamax / 2688.0f, mx_per_tensor_inv = 1.0f / mx_per_tensor;\n"
-             "  (void)mx_s_enc6; (void)mx_s_dec; (void)mx_per_tensor; (void)mx_per_tensor_inv;\n";
-  return "";
+      o = "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n"
+          "  float mx_s_enc = mx_tamax == 0.0f ? 1.0f : 2688.0f / mx_tamax;\n"
+          "  if (mx_bits(mx_s_enc) == 0x7f800000u) mx_s_enc = mx_float(0x7f7fffffu);\n" +
+          fmt::format("  const float mx_s_enc6 = mx_s_enc * {}, mx_s_dec = 1.0f / mx_s_enc;\n", float_literal(1.0 / 6.0)) +
+          "  const float mx_per_tensor = mx_tamax / 2688.0f, mx_per_tensor_inv = 1.0f / mx_per_tensor;\n"
+          "  (void)mx_s_enc6; (void)mx_s_dec; (void)mx_per_tensor; (void)mx_per_tensor_inv;\n";
+      break;
+    }
+  if (o.empty() || !tables) return o;
+  // The multiplier depends on the block only through its E4M3 byte: 256 values per tensor, where
+  // each block computed a decode, a multiply and a correctly rounded division (the issue-bound
+  // NVFP4 cast's scale work) before.
+  bool sync = false;
+  for (int s = 0; s < int(x.v.scales.size()); ++s) {
+    const NodePtr& sn = x.v.scales[size_t(s)];
+    if (sn->scale_format != ScaleFormat::e4m3) continue;
+    o += fmt::format("  __shared__ float {}[256];  // scale {}'s multiplier of each E4M3 byte\n", mult_table(s), s);
+    o += fmt::format("  for (int i = threadIdx.x; i < 256; i += blockDim.x) {}", nvfp4_mult(sn, "mx_u32(i)", mult_table(s) + "[i] ="));
+    sync = true;
+  }
+  if (sync) o += "  __syncthreads();\n";
+  return o;
 }
 
 }  // namespace mxjit::detail

@@ -85,14 +85,21 @@ void emit_banner(Ctx& x);
 void emit_params(Ctx& x);
 /// The C expression of an input-like leaf at element (r, c) (tensor inputs are preloaded x<k>[e]).
 std::string leaf_expr(const Ctx& x, const NodePtr& n);
-/// Statements turning `m` (max |x| bits) into byte/flag/mult/sval for scale node `sn`.
-std::string scale_from_amax(const NodePtr& sn, const std::string& indent);
+/// Statements turning `m` (max |x| bits) into byte/flag/mult/sval for scale node `sn`. With
+/// `mult_table` (an NVFP4 scale whose kernel declared tamax_decl's tables), the multiplier is
+/// read from that per-CTA table instead of being computed per block.
+std::string scale_from_amax(const NodePtr& sn, const std::string& indent, const std::string& mult_table = {});
 /// The C expression of the value scale output `out` stores, from the variables byte<suffix> /
 /// sval<suffix> that scale_from_amax's results were copied to: the E8M0/E4M3 byte, or the FP32
 /// scale with every NaN stored as the canonical quiet NaN.
 std::string stored_scale(const Output& out, const std::string& suffix);
-/// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it.
-std::string tamax_decl(const Ctx& x);
+/// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it. With `tables`,
+/// also fills, per CTA, mult_table(s) for each NVFP4 scale s: the multiplier of every E4M3 scale
+/// byte, by the very operations scale_from_amax would run per block (so bit-identical), behind
+/// a __syncthreads: emit it where every thread of the CTA arrives.
+std::string tamax_decl(const Ctx& x, bool tables = false);
+/// The name of scale s's per-CTA multiplier table (see tamax_decl).
+std::string mult_table(int s);
 /// True when an output of `p` has a grouped scale layout (Layout::grouped_blocked_128x4): its
 /// kernel then carries the prelude's grouped section and MxParams::in_extent.
 bool has_grouped_layout(const Pipeline& p);
@@ -132,7 +139,7 @@ int nan_code(const ElemFormat& f);
 /// (0xff.. where codes stand) and `fill<s>[w]` (the zero or NaN codes of flagged elements).
 /// `signs8`, when given for 8 E2M1 codes under a scale that is not E8M0 (NVFP4) on a target
 /// without the FP4 cvt: the C expression of the inputs' sign bits at 4e + 3 (see
-/// mx_e2m1x8_f32_finite), which enables the eight-at-once path for blocks without NaN.
+/// mx_e2m1x8_f32_finite), which enables the eight-at-once path for finite multipliers.
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
                        const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false,
                        const std::string& signs8 = {});

@@ -501,7 +501,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     }
     for (int off = G / 2; off >= 1; off /= 2)
       x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
-    x.out += scale_from_amax(x.v.scales[s], "      ");
+    const bool e4m3 = x.v.scales[s]->scale_format == ScaleFormat::e4m3;
+    x.out += scale_from_amax(x.v.scales[s], "      ", e4m3 ? mult_table(int(s)) : "");
     x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n    }}\n", s);
   }
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
@@ -528,7 +529,7 @@ void emit_direct_kernel(Ctx& x) {
   const Plan& pl = x.plan;
   const int U = pl.unroll, G = pl.group, B = pl.block_c;
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks, pl.kernel_name);
-  x.out += tamax_decl(x);
+  x.out += tamax_decl(x, true);
   // Column indices are 32-bit: the launcher checks every extent < 2^31.
   x.out += fmt::format("  const int n_c = int(P.shape[{}]);\n  const int nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
   x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
