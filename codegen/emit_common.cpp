@@ -449,17 +449,14 @@ std::string tamax_decl(const Ctx& x, bool tables) {
   if (o.empty() || !tables) return o;
   // The multiplier depends on the block only through its E4M3 byte: 256 values per tensor, where
   // each block computed a decode, a multiply and a correctly rounded division (the issue-bound
-  // NVFP4 cast's scale work) before.
-  bool sync = false;
+  // NVFP4 cast's scale work) before. `o` is not empty, so at least one scale is E4M3.
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     const NodePtr& sn = x.v.scales[size_t(s)];
     if (sn->scale_format != ScaleFormat::e4m3) continue;
     o += fmt::format("  __shared__ float {}[256];  // scale {}'s multiplier of each E4M3 byte\n", mult_table(s), s);
     o += fmt::format("  for (int i = threadIdx.x; i < 256; i += blockDim.x) {}", nvfp4_mult(sn, "mx_u32(i)", mult_table(s) + "[i] ="));
-    sync = true;
   }
-  if (sync) o += "  __syncthreads();\n";
-  return o;
+  return o + "  __syncthreads();\n";
 }
 
 }  // namespace mxjit::detail
