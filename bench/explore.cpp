@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
+#include "dsl/errors.hpp"
 #include "mxjit/mxjit.hpp"
 #include "runtime/compile.hpp"
 #include "runtime/tuner.hpp"
+#include "codegen/plan.hpp"
 
 namespace mxjit::bench {
 namespace {
@@ -20,12 +22,13 @@ Pipeline with_scale_layout(const Pipeline& p, size_t o, const Layout& l) {
 
 }  // namespace
 
-ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, bool layout_variants, bool store,
+ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, const ExploreOptions& options,
                       const std::function<void(int, int)>& progress) {
+  if (options.rounds < 1 || options.rounds > 100)
+    throw UsageError(fmt::format("explore: rounds {} must be 1..100", options.rounds));
   ExploreResult res;
-  res.copy_gbps = copy_bandwidth();
   std::vector<std::pair<std::string, Pipeline>> variants = {{"as given", p}};
-  if (layout_variants)
+  if (options.layout_variants)
     for (size_t o = 0; o < p.outputs().size(); ++o) {
       const Output& out = p.outputs()[o];
       if (out.kind != OutputKind::scales || out.dtype != DType::u8 || block_of(out.node).axes.size() != 1 ||
@@ -42,24 +45,48 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, bool
   std::vector<Job> jobs;
   for (size_t v = 0; v < variants.size(); ++v) {
     const detail::StrideClass sc = detail::default_stride_class(variants[v].second);
-    for (const detail::Tuning& tu : detail::tuning_candidates(variants[v].second, t, sc)) jobs.push_back({v, tu});
+    if (options.tunings.empty()) {
+      for (const detail::Tuning& tu : detail::tuning_candidates(variants[v].second, t, sc)) jobs.push_back({v, tu});
+      continue;
+    }
+    for (const std::string& text : options.tunings) {
+      const detail::Tuning tu = detail::Tuning::parse(text);
+      try {
+        detail::make_plan(variants[v].second, t, sc, tu);
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("explore: tuning '{}' does not apply to variant '{}': {}", text, variants[v].first, e.what()));
+      }
+      jobs.push_back({v, tu});
+    }
   }
+  res.copy_gbps = copy_bandwidth();
+  std::vector<std::vector<double>> us(jobs.size());
+  std::vector<bool> checked(jobs.size(), true);
+  std::vector<double> bytes(jobs.size(), 0);
+  int done = 0;
+  for (int round = 0; round < options.rounds; ++round)
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Kernel k = jit(variants[jobs[i].variant].second, t, jobs[i].tuning);
+      Timing tm = time_kernel(k, shape, 15);
+      us[i].push_back(tm.us);
+      checked[i] = checked[i] && tm.checked;
+      bytes[i] = tm.bytes;
+      if (progress) progress(++done, int(jobs.size()) * options.rounds);
+    }
   double best_given = 0;
   detail::Tuning best_tuning;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const auto& [name, vp] = variants[jobs[i].variant];
-    Kernel k = jit(vp, t, jobs[i].tuning);
-    Timing tm = time_kernel(k, shape, 15);
-    ExploreRow row{name, jobs[i].tuning.str(), tm.us, 100.0 * tm.bytes / (tm.us * 1e-6) / 1e9 / res.copy_gbps, tm.checked};
-    res.rows.push_back(row);
-    if (jobs[i].variant == 0 && tm.checked && (best_given == 0 || tm.us < best_given)) {
-      best_given = tm.us;
+    std::sort(us[i].begin(), us[i].end());
+    const double m = us[i][us[i].size() / 2];
+    res.rows.push_back({variants[jobs[i].variant].first, jobs[i].tuning.str(), m, 100.0 * bytes[i] / (m * 1e-6) / 1e9 / res.copy_gbps,
+                        bool(checked[i])});
+    if (jobs[i].variant == 0 && checked[i] && (best_given == 0 || m < best_given)) {
+      best_given = m;
       best_tuning = jobs[i].tuning;
     }
-    if (progress) progress(int(i) + 1, int(jobs.size()));
   }
   std::sort(res.rows.begin(), res.rows.end(), [](const ExploreRow& a, const ExploreRow& b) { return a.us < b.us; });
-  if (store && best_given > 0) {
+  if (options.store && best_given > 0) {
     detail::store_tuning(p, t, detail::default_stride_class(p), detail::shape_class(shape), best_tuning);
     res.stored = best_tuning.str();
   }

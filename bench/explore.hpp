@@ -25,9 +25,21 @@ struct ExploreResult {
   std::string stored;  ///< the tuning stored for the pipeline as given ("" when not stored)
 };
 
-/// Measures `p` on a random row-major input of `shape`; `progress(done, total)` after each variant.
-/// With `store`, the best plan of the pipeline as given (if it beats the defaults) is stored.
-ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, bool layout_variants, bool store,
+/// What to sweep besides the pipeline and shape.
+struct ExploreOptions {
+  bool layout_variants = true;  ///< also the other scale layouts of every byte-scale output
+  bool store = true;            ///< store the fastest plan of the pipeline as given
+  /// Only these plans (each variant), instead of the tuner's candidates: an A/B of chosen plans.
+  std::vector<std::string> tunings;
+  /// Every (variant, plan) timed this many times, the rounds interleaved (one pass over all of
+  /// them per round, so that a drift of the GPU's clock or temperature hits every plan alike);
+  /// a row reports the median of its rounds.
+  int rounds = 1;
+};
+
+/// Measures `p` on a random row-major input of `shape`; `progress(done, total)` after each
+/// timing. Throws UsageError for a tuning that does not parse or does not apply to the pipeline.
+ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, const ExploreOptions& options,
                       const std::function<void(int, int)>& progress = {});
 
 /// An SVG bar chart of the rows (microseconds, fastest first).

@@ -385,6 +385,11 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
     // Column tiles run fastest: a row-wise scale gives each tile 4 bytes of every row of linear
     // scales, so the 8 tiles sharing a 32-byte sector are neighbours in launch order (measured on
     // an H200, dim0+dim1 linear: 338 -> 334 us at 16384^2, 115 -> 111 us at 16640x5120).
+    // Those 128 partial-sector writes a tile cost ~20 us at 16384^2 (blocked: 295.5). Thread-block
+    // clusters of 2 or 4 neighbouring tiles, each CTA writing a share of the rows 8 or 16 bytes
+    // wide gathered through distributed shared memory, measured slower: 354.4 / 359.7 us against
+    // 314.6 (blocked 348.8 / 358.8 against 295.5), all of it the two cluster barriers per tile
+    // (the cluster launch without them: 317.1 / 324.1 against 317.0; H200, 2026-11-23).
     o += fmt::format("{0}const int tc = int(t_ % unsigned(P.tiles_c)); t_ /= unsigned(P.tiles_c);\n"
                      "{0}const int tr = int(t_ % unsigned(P.tiles_r)); t_ /= unsigned(P.tiles_r);\n", ind);
   } else {

@@ -31,7 +31,9 @@ int main() {
                 t.arch.c_str());
     return 0;
   }
-  bench::ExploreResult r = bench::explore(p, {4096, 4096}, /*layout_variants=*/true, /*store=*/false);
+  bench::ExploreOptions eo;
+  eo.store = false;  // every scale layout, the tuner's candidates, nothing stored
+  bench::ExploreResult r = bench::explore(p, {4096, 4096}, eo);
   for (size_t i = 0; i < r.rows.size() && i < 5; ++i)
     std::printf("  #%zu %-18s %-32s %8.1f us\n", i + 1, r.rows[i].variant.c_str(), r.rows[i].tuning.c_str(), r.rows[i].us);
   return 0;

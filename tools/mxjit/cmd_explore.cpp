@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "bench/explore.hpp"
+#include "codegen/plan.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
 #include "runtime/device.hpp"
@@ -21,6 +22,8 @@ namespace {
 struct ExploreFlags {
   std::string spec, shape, svg;
   bool no_layouts = false, no_store = false;
+  std::vector<std::string> tunings;
+  int rounds = 1;
 };
 
 std::vector<int64_t> parse_shape(const std::string& text) {
@@ -45,11 +48,17 @@ int run_explore(const ExploreFlags& f) {
   std::vector<int64_t> shape = parse_shape(f.shape);
   if (int(shape.size()) != p.rank())
     throw UsageError(fmt::format("--shape has {} extents but the spec's input has rank {}", shape.size(), p.rank()));
+  for (const std::string& t : f.tunings) detail::Tuning::parse(t);  // bad text is an error with or without a GPU
   if (!gpu_available()) {
     print_error(fmt::format("explore needs a GPU: {}", gpu_unavailable_reason()));
     return kExitUsage;
   }
-  bench::ExploreResult r = bench::explore(p, shape, !f.no_layouts, !f.no_store, [](int done, int total) {
+  bench::ExploreOptions o;
+  o.layout_variants = !f.no_layouts;
+  o.store = !f.no_store;
+  o.tunings = f.tunings;
+  o.rounds = f.rounds;
+  bench::ExploreResult r = bench::explore(p, shape, o, [](int done, int total) {
     const int w = 40, filled = done * w / total;
     std::fprintf(stderr, "\r[%s%s] %d/%d", std::string(size_t(filled), '#').c_str(),
                  std::string(size_t(w - filled), '.').c_str(), done, total);
@@ -78,6 +87,8 @@ Action setup(CLI::App& app) {
   app.add_option("--svg", f->svg, "write a ranked bar chart here");
   app.add_flag("--no-layouts", f->no_layouts, "do not try other scale layouts");
   app.add_flag("--no-store", f->no_store, "do not store the winner in the kernel cache");
+  app.add_option("--tuning", f->tunings, "time only this plan (repeatable), as explore prints it, e.g. tune(0,0,0,0,-1,0,0,0,4,0)");
+  app.add_option("--rounds", f->rounds, "time every plan this many times, interleaved; report medians")->check(CLI::Range(1, 100));
   return [f] { return run_explore(*f); };
 }
 
