@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <bit>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "gpu/check.hpp"
@@ -508,6 +510,39 @@ TEST_CASE("NVFP4: both conventions, dim0 and dim1, blocked scales, tensor amax o
     auto* h = reinterpret_cast<uint16_t*>(in.back().bytes.data());
     for (int64_t i = 0; i < 64 * 96; ++i) h[i] = uint16_t((i % 3 ? 0x8000 : 0) | (i % 5 == 0 ? 0 : 1 + (i * 37) % 3));
     CHECK(check_against_reference(k, in, "nvfp4 subnormals and zeros") == 0);
+  }
+  // torchao's block ratio (a / 6) / per_tensor rounded to E4M3 where it is hardest: FP32 blocks
+  // whose amax puts the exact ratio on, and 1..6 ulps either side of, every E4M3 midpoint from
+  // 2^-6 to 248, under tensor amaxes with full mantissas; dim0 (direct kernel) and dim1 (tiled).
+  // (A kernel that multiplied by 1 / (6 per_tensor) instead of dividing twice failed here.)
+  for (int axis : {1, 0}) {
+    auto x = input("x", DType::f32, rank(2));
+    auto s = nvfp4_scale(amax(blocks(x, axis, 16)), Nvfp4Convention::torchao);
+    Pipeline p = pipeline({output("q", cast(e2m1, x / s), axis ? layout::row_major() : layout::col_major()), output("s", s)});
+    Kernel k = jit(p);
+    for (float t : {1234.5678f, 0.0123456f, 7.7777e9f}) {
+      const std::vector<int64_t> shape = axis ? std::vector<int64_t>{112, 208} : std::vector<int64_t>{208, 112};
+      std::vector<HostTensor> in;
+      in.emplace_back(DType::f32, shape);
+      auto* v = reinterpret_cast<float*>(in.back().bytes.data());
+      const int64_t blocks = 112 * 13;
+      int64_t b = 0;
+      for (int e = -6; e <= 7; ++e)
+        for (uint32_t m = 1; m < 16; m += 2)
+          for (int d = -6; d <= 6; ++d, ++b) {
+            const float mid = std::ldexp(1.0f + float(m) / 16.0f, e) * 6.0f * (t / 2688.0f);
+            const float a = std::bit_cast<float>(uint32_t(int64_t(std::bit_cast<uint32_t>(mid)) + d));
+            for (int64_t j = 0; j < 16; ++j) {
+              // Block b: 16 consecutive elements along the block axis; its amax a (sign alternating).
+              const int64_t along = (b % 13) * 16 + j, other = b / 13;
+              const float val = j == 5 ? (b % 2 ? -a : a) : a * float(j) / 17.0f;
+              v[axis ? other * 208 + along : along * 112 + other] = val;
+            }
+          }
+      REQUIRE(b == blocks);
+      v[0] = t;  // the tensor amax (block 0's amax is below it)
+      CHECK(check_against_reference(k, in, fmt::format("nvfp4 torchao ratios at E4M3 midpoints, tensor amax {}, axis {}", t, axis)) == 0);
+    }
   }
 }
 
