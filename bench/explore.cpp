@@ -4,11 +4,11 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
+#include "codegen/plan.hpp"
 #include "dsl/errors.hpp"
 #include "mxjit/mxjit.hpp"
 #include "runtime/compile.hpp"
 #include "runtime/tuner.hpp"
-#include "codegen/plan.hpp"
 
 namespace mxjit::bench {
 namespace {

@@ -87,7 +87,7 @@ Action setup(CLI::App& app) {
   app.add_option("--svg", f->svg, "write a ranked bar chart here");
   app.add_flag("--no-layouts", f->no_layouts, "do not try other scale layouts");
   app.add_flag("--no-store", f->no_store, "do not store the winner in the kernel cache");
-  app.add_option("--tuning", f->tunings, "time only this plan (repeatable), as explore prints it, e.g. tune(0,0,0,0,-1,0,0,0,4,0)");
+  app.add_option("--tuning", f->tunings, "time only this plan (repeatable), as explore prints it, e.g. tune(0,0,0,3,-1,0,0,0,0,0)");
   app.add_option("--rounds", f->rounds, "time every plan this many times, interleaved; report medians")->check(CLI::Range(1, 100));
   return [f] { return run_explore(*f); };
 }
