@@ -62,7 +62,7 @@ int64_t run_block_kinds(const Pipeline& p, int64_t rows, int64_t cols, uint64_t 
       uint16_t& v = h[r * cols + c];
       switch (((r / 32) * 7 + (c / 32) * 3 + int64_t(seed)) % 6) {
         case 0: v = 0; break;
-        case 1: v = (r + c) % 2 ? 0x8000 : 0; break;
+        case 1: v = uint16_t((r + c) % 2 ? 0x8000 : 0); break;
         case 2: v = uint16_t(((r * cols + c) % 2 ? 0x8000 : 0) | (1 + (r + 3 * c) % 127)); break;
         case 3: if (r % 32 == 5 && c % 32 == 9) v = 0xff80; break;   // -Inf
         case 4: if (r % 32 == 17 && c % 32 == 2) v = 0x7fc1; break;  // NaN
