@@ -43,20 +43,22 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, cons
     detail::Tuning tuning;
   };
   std::vector<Job> jobs;
+  std::vector<detail::Tuning> asked;
+  for (const std::string& text : options.tunings) asked.push_back(detail::Tuning::parse(text));
   for (size_t v = 0; v < variants.size(); ++v) {
     const detail::StrideClass sc = detail::default_stride_class(variants[v].second);
     if (options.tunings.empty()) {
       for (const detail::Tuning& tu : detail::tuning_candidates(variants[v].second, t, sc)) jobs.push_back({v, tu});
       continue;
     }
-    for (const std::string& text : options.tunings) {
-      const detail::Tuning tu = detail::Tuning::parse(text);
+    for (size_t i = 0; i < asked.size(); ++i) {
       try {
-        detail::make_plan(variants[v].second, t, sc, tu);
+        detail::make_plan(variants[v].second, t, sc, asked[i]);
       } catch (const UsageError& e) {
-        throw UsageError(fmt::format("explore: tuning '{}' does not apply to variant '{}': {}", text, variants[v].first, e.what()));
+        throw UsageError(fmt::format("explore: tuning '{}' does not apply to variant '{}': {}", options.tunings[i], variants[v].first,
+                                     e.what()));
       }
-      jobs.push_back({v, tu});
+      jobs.push_back({v, asked[i]});
     }
   }
   res.copy_gbps = copy_bandwidth();

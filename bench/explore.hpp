@@ -33,7 +33,9 @@ struct ExploreOptions {
   std::vector<std::string> tunings;
   /// Every (variant, plan) timed this many times, the rounds interleaved (one pass over all of
   /// them per round, so that a drift of the GPU's clock or temperature hits every plan alike);
-  /// a row reports the median of its rounds.
+  /// a row reports the median of its rounds. Each timing is a whole time_kernel (its own buffers
+  /// and check), not time_pair's launch-by-launch interleaving on shared buffers: a sweep's many
+  /// plans would hold their outputs at once.
   int rounds = 1;
 };
 
