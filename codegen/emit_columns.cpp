@@ -6,12 +6,15 @@
 //
 //   lane = cl * LR + rg        rg: row group (0..LR-1)     cl: 8-column group
 //
-//   16 rows per thread, LR = 8:                8 rows, LR = 8 (dim0+dim1: a row's 32-column block
-//            cols c0..c0+7   c0+8.. ...        is the 4 lanes cl = 0..3 of one rg; shuffles 8, 16)
-//   rows  0-15   lane 0      lane 8             rows 0-7    lane 0   lane 8  ...
-//   rows 16-31   lane 1      lane 9             ...                            a warp: 64 x 32,
-//   ...                                         rows 56-63  lane 7   lane 15   two warps stacked
-//   rows 112-127 lane 7      lane 15  (a warp: 128 rows x 32 columns; 8 warps side by side)
+//   16 rows per thread, LR = 8:                8 rows, LR = 4 (dim0+dim1 with staged codes: a
+//            cols c0..c0+7   c0+8.. ...        row's 32-column block is 4 lanes cl = 4m..4m+3 of
+//   rows  0-15   lane 0      lane 8            one rg; shuffles 4, 8)
+//   rows 16-31   lane 1      lane 9             rows 0-7    lane 0   lane 4  ...  lane 28
+//   ...                                         ...                               a warp: 32 x 64,
+//   rows 112-127 lane 7      lane 15            rows 24-31  lane 3   lane 7  ...  lane 31
+//   (a warp: 128 rows x 32 columns;             (4 warps stacked, 2 side by side; a load: 4
+//    8 warps side by side)                       whole 128-byte lines; unstaged codes: LR = 8,
+//                                                a warp 64 x 32)
 //
 // Column-wise output: lanes 0..7 store rows 0..127 (0..63) of one column = one (half) 128-byte
 // line per column. Measured on an H200 (hand-written twin of this kernel, 16384^2 bf16 -> MXFP8
@@ -179,14 +182,21 @@ std::string codes_aligned(const Ctx& x, int bytes = 0) {
 // latency at 50% occupancy).
 //
 //   q<o>_tile: 128 lines (rows of row-wise codes, columns of column-wise codes) x 16 chunks of
-//   8 bytes; chunk k of line L sits at k ^ swz(L), which spreads the 16 lanes of a half-warp (8
-//   row groups x 2 column groups) over all 16 chunk positions of a bank row when they write; a
-//   half-warp reading one line's 16 chunks covers them too:
-//     row-wise codes   swz(L) = ((L >> 3) & 7) << 1   (row groups are 8 rows apart)
-//     column-wise      swz(L) = ((L >> 3) & 1) << 3   (column groups are 8 columns apart)
+//   8 bytes; chunk k of line L sits at k ^ swz(L), which spreads the 16 lanes of a half-warp
+//   over all 16 chunk positions of a bank row when they write (an 8-byte store is served a
+//   half-warp at a time); a quarter-warp reading one line's 16-byte chunks covers a bank row
+//   whatever the swizzle:
+//
+//     one-tile form, 4 lanes along the rows (a half-warp: 4 row groups x 4 column groups)
+//       row-wise codes   swz(L) = ((L >> 3) & 3) << 2   4 rows x 32 bytes: rows 8 apart take
+//       column-wise      swz(L) = ((L >> 3) & 3) << 2   chunks 0-3, 4-7, 8-11, 12-15 (x cl)
+//     pipelined form, 8 lanes along the rows (8 row groups x 2 column groups)
+//       row-wise codes   swz(L) = ((L >> 3) & 7) << 1   8 rows x 16 bytes
+//       column-wise      swz(L) = ((L >> 3) & 1) << 3   2 columns x 64 bytes
 bool codes_staged(const Ctx& x) { return columns_stage_codes(x.p, x.v, x.plan); }
 
-std::string code_swizzle(bool along_r, const std::string& line) {
+std::string code_swizzle(const Ctx& x, bool along_r, const std::string& line) {
+  if (columns_plan_lanes_r(x.p, x.v, x.plan) == 4) return fmt::format("((({} >> 3) & 3) << 2)", line);
   return along_r ? fmt::format("((({} >> 3) & 1) << 3)", line) : fmt::format("((({} >> 3) & 7) << 1)", line);
 }
 
@@ -219,7 +229,7 @@ void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, cons
       const std::string first = along_r ? "lane_c0" : "lane_r0", line = fmt::format("({} + {})", first, along_r ? "c" : "r"),
                         chunk = along_r ? "(lane_r0 >> 3)" : "(lane_c0 >> 3)";
       x.out += fmt::format("{0}  *reinterpret_cast<uint2*>(&q{1}_tile[{2} * 128 + (({3} ^ {4}) << 3)]) = make_uint2(wd[0], wd[1]);\n", ind, o,
-                           line, chunk, code_swizzle(along_r, first));
+                           line, chunk, code_swizzle(x, along_r, first));
     } else if (fast) {  // whole and aligned (the fast path's condition); ob<o>_ steps along the loop
       x.out += fmt::format("{}  mx_u8* const ob = ob{}_;\n", ind, o);
       emit_store_codes(x, q, n, "true", "true", ind + "  ", true);
@@ -269,14 +279,14 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
                            x.in_offset(int(k), "0", "0"));
       x.out += fmt::format("{0}  const mx_i64 rs = P.in_stride[{1}][{2}];\n#pragma unroll\n{0}  for (int r = 0; r < {3}; ++r) {{\n", ind, k,
                            pl.ax_r, kRows);
-      x.out += fmt::format("{0}    const mx_v16 v = mx_ld16(p + r * rs);\n{0}    w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n{0}  }}\n{0}}}\n",
+      x.out += fmt::format("{0}    const mx_v16 v = mx_ld16_l2(p + r * rs);\n{0}    w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n{0}  }}\n{0}}}\n",
                            ind, k);
       continue;
     }
     x.out += fmt::format("#pragma unroll\n{}for (int r = 0; r < {}; ++r) {{\n", ind, kRows);
     x.out += fmt::format("{}  const int c = 0;\n", ind);
     x.out += fmt::format("{}  const mx_u16* const p = static_cast<const mx_u16*>(P.in[{}]) + ({});\n", ind, k, x.in_offset(int(k), "r", "c"));
-    x.out += fmt::format("{0}  if (cols_full && r0 + r < n_r) {{\n{0}    const mx_v16 v = mx_ld16(p);\n{0}    w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n",
+    x.out += fmt::format("{0}  if (cols_full && r0 + r < n_r) {{\n{0}    const mx_v16 v = mx_ld16_l2(p);\n{0}    w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n",
                          ind, k);
     x.out += fmt::format("{}  }} else {{\n", ind);
     x.out += fmt::format("{}    for (int e = 0; e < 4; ++e) w{}[r][e] = 0u;\n", ind, k);
@@ -365,7 +375,9 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
         if (dist) emit_gather_scale(x, s, kRows, xors, "r", in3, std::to_string(s), clean);
         else emit_amax_of(x, s, "row", kCols, {lanes_r, 2 * lanes_r}, in3, k >= 0 ? row_m("r") : "");
         x.out += in3 + "const int c = 0;\n";
-        emit_uses(x, s, false, row_stage("r"), in3, fast ? std::string("cl == 0") : std::string("cl == 0 && r0 + r < n_r && c0 < n_c"),
+        // The block's first lane: cl spans 32 / lanes_r column groups, a block bs / kCols of them.
+        const std::string first = 32 / lanes_r <= bs / kCols ? std::string("cl == 0") : fmt::format("(cl % {}) == 0", bs / kCols);
+        emit_uses(x, s, false, row_stage("r"), in3, fast ? first : first + " && r0 + r < n_r && c0 < n_c",
                   "row", fast, !dist);
         x.out += in2 + "}\n" + ind + "}\n";
       });
@@ -442,7 +454,7 @@ void emit_issue(Ctx& x) {
 void emit_columns_kernel(Ctx& x) {
   const Plan& pl = x.plan;
   const bool along_c = row_scale(x);
-  const int kRows = pl.col_w, lanes_r = columns_lanes_r(kRows, along_c), warps_r = pl.tile_r / (lanes_r * kRows);
+  const int kRows = pl.col_w, lanes_r = columns_plan_lanes_r(x.p, x.v, pl), warps_r = pl.tile_r / (lanes_r * kRows);
   const bool pipe = pl.stages > 1;
   const int S = pl.stages;
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks,
@@ -540,7 +552,7 @@ void emit_columns_kernel(Ctx& x) {
         x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const int L = i * {2} + L0;\n", in2, 128 / lines, lines);
         for (const CodeOut& co : code_outputs(x))
           x.out += fmt::format("{0}  *reinterpret_cast<{1}*>(d{2}) = *reinterpret_cast<const {1}*>(&q{2}_tile[L * 128 + (((j * {3}) ^ {4}) << 3)]);\n"
-                               "{0}  d{2} += step{2};\n", in2, type, co.o, B / 8, code_swizzle(co.along_r, "L"));
+                               "{0}  d{2} += step{2};\n", in2, type, co.o, B / 8, code_swizzle(x, co.along_r, "L"));
         x.out += in2 + "}\n";
       };
       x.out += fmt::format("{0}  if (fast && {1}) {{\n", ind, codes_aligned(x, 16));

@@ -176,12 +176,19 @@ bool chunk_dequant(const Pipeline& p, const Plan& plan, const StrideClass& sc, c
 }
 
 bool columns_stage_codes(const Pipeline& p, const ValueSet& v, const Plan& plan) {
-  if (plan.col_w != 8 || plan.tile_r != 128 || plan.tile_c != 128 || plan.threads != 256) return false;
+  // 8 rows x 8 columns per thread, 256 threads: 128 x 128 tiles at 4 or 8 lanes along the rows.
+  if (plan.kind != Plan::Kind::columns || plan.col_w != 8 || plan.threads != 256) return false;
   bool along_c = false;
   for (const NodePtr& sn : v.scales) along_c = along_c || block_of(sn).axes[0] == plan.ax_c;
   for (size_t o = 0; o < p.outputs().size(); ++o)
     if (p.outputs()[o].kind == OutputKind::elems && v.quantizes[size_t(v.output_index[o])]->elem.packed()) return false;
   return along_c;
+}
+
+int columns_plan_lanes_r(const Pipeline& p, const ValueSet& v, const Plan& plan) {
+  bool along_c = false;
+  for (const NodePtr& sn : v.scales) along_c = along_c || block_of(sn).axes[0] == plan.ax_c;
+  return columns_lanes_r(plan.col_w, along_c, plan.stages == 1 && columns_stage_codes(p, v, plan));
 }
 
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
@@ -419,8 +426,12 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     // row-wise scales) measured slower at every shape: 338.3 / 335.9 us against 316.1 / 295.7
     // (linear / blocked, 16384^2, H200); the CTA-wide barriers cost more than the stores.
     plan.threads = 256;
+    plan.stages = tuning.stages ? tuning.stages : 1;  // see below
+    if (plan.stages < 1 || plan.stages > 4) throw UsageError(fmt::format("tuning: stages {} must be 1..4", plan.stages));
+    if (plan.stages > 1 && target.sm() < 90)
+      throw UsageError(fmt::format("tuning: stages {} needs sm_90 or newer (bulk copies); the target is {}", plan.stages, target.arch));
     // Warps stacked along ax_r until they cover 128 rows, the rest side by side along ax_c.
-    const int lanes_r = columns_lanes_r(plan.col_w, along_c), warps_r = plan.tile_r / (lanes_r * plan.col_w);
+    const int lanes_r = columns_plan_lanes_r(p, values, plan), warps_r = plan.tile_r / (lanes_r * plan.col_w);
     plan.tile_c = (plan.threads / 32 / warps_r) * (32 / lanes_r) * 8;
     // Pipelined (stages >= 2: persistent CTAs, bulk copies into a ring, emit_columns.cpp) is a
     // tuning, not the default. It removes the one-tile form's wait on its loads (ncu, H200,
@@ -433,10 +444,6 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     // 334.7 us, 182.6 M instructions. dim1 at 8 rows per thread: 221.7 us against 205.0. The
     // per-thread cp.async ring it replaced, same run at stages 2: dim0+dim1 444.9 us (bulk:
     // 347.3), dim1 307.5 (220.1), 3-D E=4 198.1 (138.8).
-    plan.stages = tuning.stages ? tuning.stages : 1;
-    if (plan.stages < 1 || plan.stages > 4) throw UsageError(fmt::format("tuning: stages {} must be 1..4", plan.stages));
-    if (plan.stages > 1 && target.sm() < 90)
-      throw UsageError(fmt::format("tuning: stages {} needs sm_90 or newer (bulk copies); the target is {}", plan.stages, target.arch));
     plan.smem_bytes = plan.stages > 1 ? plan.stages * columns_slot_bytes(plan) : 0;
     // Static shared memory besides the ring: the staged scales (double-buffered when pipelined)
     // and, for dim0+dim1 with 8-bit codes, the two 16 KiB staged code tiles.

@@ -21,7 +21,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-21";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-22";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -104,11 +104,24 @@ struct Plan {
   static Plan parse(const std::string& text);
 };
 
+struct ValueSet;
 /// The columns kernel's warp shape: lanes along ax_r (each col_w rows), the other 32 / lanes_r
 /// along ax_c (each 8 columns). 128 / col_w (a warp covers 128 rows) unless a block runs along
 /// ax_c (`along_c`, the dim0 half of a dim0+dim1 cast): then 8, so that its 32 columns are 4
-/// lanes of one warp row.
-inline int columns_lanes_r(int col_w, bool along_c) { return along_c ? 8 : 128 / col_w; }
+/// lanes of one warp row, and 4 where the one-tile form stages the codes in shared memory
+/// (`staged`: columns_stage_codes and stages == 1): a warp covers 32 rows x 64 columns and each
+/// of its loads reads 4 whole 128-byte lines, where 8 lanes read 8 half lines. On an H200
+/// (dim0+dim1, 16384^2, three interleaved rounds, linear / blocked scales) the 4-lane shape with
+/// mx_ld16_l2's 256-byte blocks measured 304.1-306.0 / 287.8-289.1 us against 314.1-314.3 /
+/// 294.9-296.3 for 8 lanes; the shape alone, with a staging swizzle that still had a 2-way bank
+/// conflict, 305.1-308.7 / 288.8-292.7 against 314.4-317.6 / 295.3-296.6. Unstaged codes
+/// keep 8 lanes (their column-wise stores leave from the registers, 8 rows of a column per lane
+/// and 4 lanes a column: a 32-byte piece per column and warp store at 4), and so does the
+/// pipelined form (its ring's row padding, columns_slot_bytes, spreads 8 row groups over the
+/// banks).
+inline int columns_lanes_r(int col_w, bool along_c, bool staged) { return !along_c ? 128 / col_w : staged ? 4 : 8; }
+/// columns_lanes_r of a columns plan for `p`.
+int columns_plan_lanes_r(const Pipeline& p, const ValueSet& v, const Plan& plan);
 
 /// The columns kernel's pipelined ring: a slot holds one tile, tile_r rows of tile_c 2-byte
 /// elements as the bulk copies leave them (a copy per row), each row shifted by 16 bytes per
@@ -122,10 +135,10 @@ inline int columns_lanes_r(int col_w, bool along_c) { return along_c ? 8 : 128 /
 inline int columns_row_bytes(const Plan& p) { return p.tile_c * 2; }
 inline int columns_slot_bytes(const Plan& p) { return p.tile_r * columns_row_bytes(p) + 16 * (p.tile_r / p.col_w); }
 
-struct ValueSet;
 /// The columns kernel stages a dim0+dim1 cast's codes in two 16 KiB shared-memory tiles (see
-/// emit_columns.cpp): a row-wise scale too, 8 rows per thread, 128 x 128 tiles of 256 threads,
-/// and 8-bit codes (8-byte stores each way). plan sizes shared memory by it, the emitter writes it.
+/// emit_columns.cpp): a row-wise scale too, 8 rows per thread, 256 threads (so 128 x 128 tiles,
+/// at either warp shape of columns_lanes_r) and 8-bit codes (8-byte stores each way). plan sizes
+/// shared memory and picks the warp shape by it, the emitter writes it.
 bool columns_stage_codes(const Pipeline& p, const ValueSet& v, const Plan& plan);
 
 /// True when the direct kernel reads dequantize node `n` a chunk at a time: its blocks run along

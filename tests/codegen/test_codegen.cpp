@@ -10,6 +10,7 @@
 
 #include "codegen/emit.hpp"
 #include "dsl/errors.hpp"
+#include "dsl/text.hpp"
 #include "runtime/compile.hpp"
 #include "support/compile_variants.hpp"
 
@@ -275,8 +276,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "8377a923c75e60aba63bfa291630cd84");
-  CHECK(b == "3559b6448050cffa8f9b4e89cdeb3f32");
+  CHECK(a == "d33863e0ec32240bbfebcd228562c5b7");
+  CHECK(b == "9766c7ea0488ef396b95e9fcf7783715");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
@@ -329,17 +330,19 @@ TEST_CASE("the benchmark's casts compile for sm_90a within their register budget
 }
 
 // The columns kernel's warp shapes (emit_columns.cpp): a warp covers 128 rows x 32 columns with
-// 16 rows per thread; with a row-wise scale too (dim0+dim1), 8 rows per thread, 8 lanes along
-// the rows (a row's 32-column block is 4 lanes of one warp) and warps stacked in pairs.
+// 16 rows per thread; with a row-wise scale too (dim0+dim1), 8 rows per thread, 4 lanes along
+// the rows where the codes are staged (a row's 32-column block is 4 lanes of one warp; 4 warps
+// stacked), else 8 (warps stacked in pairs).
 TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
   const Target t = Target::parse("sm_90a");
   const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear());
   const Plan a = make_plan(d1, t, default_stride_class(d1));
   CHECK(a.kind == Plan::Kind::columns);
   CHECK((a.col_w == 16 && a.tile_r == 128 && a.tile_c == 256 && a.min_blocks == 2));
-  CHECK(columns_lanes_r(16, false) == 8);
-  CHECK(columns_lanes_r(8, false) == 16);
-  CHECK(columns_lanes_r(8, true) == 8);
+  CHECK(columns_lanes_r(16, false, false) == 8);
+  CHECK(columns_lanes_r(8, false, false) == 16);
+  CHECK(columns_lanes_r(8, true, false) == 8);
+  CHECK(columns_lanes_r(8, true, true) == 4);
   Tuning eight;
   eight.col_w = 8;
   const Plan b = make_plan(d1, t, default_stride_class(d1), eight);
@@ -361,7 +364,22 @@ TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
     CHECK(src.find("mx_max_bf16x2") != std::string::npos);
     CHECK(src.find("__syncthreads();") != std::string::npos);  // the tile's staged scales and codes
     CHECK(src.find("__shared__ __align__(16) mx_u8 q0_tile[128 * 128];") != std::string::npos);
+    // Warp shapes: 4 lanes along the rows with staged codes in the one-tile form (loads of whole
+    // lines); 8 in the pipelined form and at 16 rows per thread (8 x 16 rows: a warp covers 128).
+    const std::string lanes4 = "rg = lane % 4, cl = lane / 4", lanes8 = "rg = lane % 8, cl = lane / 8";
+    CHECK(src.find(lanes4) != std::string::npos);
+    CHECK(src.find("mx_ld16_l2(p + r * rs)") != std::string::npos);
+    CHECK(generate(p, t, default_stride_class(p), sixteen).source.find(lanes8) != std::string::npos);
+    Tuning ring;
+    ring.stages = 2;
+    ring.min_blocks = 2;
+    const Plan h = make_plan(p, t, default_stride_class(p), ring);
+    CHECK((h.col_w == 8 && h.tile_r == 128 && h.tile_c == 128 && h.stages == 2));
+    CHECK(generate(p, t, default_stride_class(p), ring).source.find(lanes8) != std::string::npos);
   }
+  // Unstaged dim0+dim1 codes (FP4: 4-bit codes leave from the registers) keep 8 lanes.
+  const Pipeline fp4 = parse_pipeline("bf16[2] -> mxfp4.e2m1 floor blocks(1,32); mxfp4.e2m1 floor blocks(0,32) q:col_major");
+  CHECK(generate(fp4, t, default_stride_class(fp4)).source.find("rg = lane % 8, cl = lane / 8") != std::string::npos);
 }
 
 // The columns kernel's pipelined form (Plan::stages >= 2, a tuning): persistent CTAs over a
@@ -464,16 +482,19 @@ TEST_CASE("direct kernel: blocked scales leave as whole 16-byte atom lines") {
 }
 
 // The columns kernel's fast path computes one scale per lane: a reduce-scatter over the block's
-// lanes (xors 16, 8 for the row-wise scale of dim0+dim1; 2, 1 for its column-wise one; 1 for
-// dim1 at 16 rows per thread), then each row's or column's scale from its owner by one shuffle.
+// lanes (xors 8, 4 for the row-wise scale of dim0+dim1, whose warps have 4 lanes along the rows;
+// 2, 1 for its column-wise one; 1 for dim1 at 16 rows per thread), then each row's or column's
+// scale from its owner by one shuffle.
 // The tail path keeps every lane's own reduction.
 TEST_CASE("columns kernel: one scale per lane on the fast path") {
   const Target t = Target::parse("sm_90a");
   check_contains(variant_source("dim0+dim1", t),
-                 {"// Scales 0: one per lane (reduce-scatter over the block's lanes, xors 16, 8).",
+                 {"const int lane = threadIdx.x & 31, rg = lane % 4, cl = lane / 4, warp = threadIdx.x >> 5;",
+                  "// Scales 0: one per lane (reduce-scatter over the block's lanes, xors 8, 4).",
                   "// Scales 1: one per lane (reduce-scatter over the block's lanes, xors 2, 1).",
-                  "const int tb0 = ((lane & 16) ? 4 : 0) + ((lane & 8) ? 2 : 0);",
-                  "const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[r % 2], (lane & ~24) | ((r % 8) >= 4 ? 16 : 0) | ((r % 4) >= 2 ? 8 : 0));",
+                  "const int tb0 = ((lane & 8) ? 4 : 0) + ((lane & 4) ? 2 : 0);",
+                  "const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[r % 2], (lane & ~12) | ((r % 8) >= 4 ? 8 : 0) | ((r % 4) >= 2 ? 4 : 0));",
+                  "if ((cl % 4) == 0 && r0 + r < n_r && c0 < n_c) {",  // the tail path's row-wise scale: a block's first lane
                   "own1[i] = flag ? flag : mx_bits(mult);",
                   "// Scales 0: blocks of 32 along axis 1 (4 lanes), row by row."});  // the tail path
   const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear());
@@ -490,8 +511,8 @@ TEST_CASE("columns and direct kernels: warps without a flagged block take a bran
                          "const mx_u32 flag0 = 0u;", "const mx_u32 flag1 = 0u;", "const mx_u32 flag0 = w_ < 3u ? w_ : 0u;",
                          "const mx_u32 flag1 = w_ < 3u ? w_ : 0u;",
                          // Staged codes: a per-thread base plus 128 bytes per line (the swizzle reads the first line).
-                         "&q0_tile[(lane_r0 + r) * 128 + (((lane_c0 >> 3) ^ (((lane_r0 >> 3) & 7) << 1)) << 3)]",
-                         "&q2_tile[(lane_c0 + c) * 128 + (((lane_r0 >> 3) ^ (((lane_c0 >> 3) & 1) << 3)) << 3)]"});
+                         "&q0_tile[(lane_r0 + r) * 128 + (((lane_c0 >> 3) ^ (((lane_r0 >> 3) & 3) << 2)) << 3)]",
+                         "&q2_tile[(lane_c0 + c) * 128 + (((lane_r0 >> 3) ^ (((lane_c0 >> 3) & 3) << 2)) << 3)]"});
   CHECK(fused.find("r0 - t_r0 + r) >> 3") == std::string::npos);
   const Pipeline d1 = cast2d(0, e2m1, ScaleRule::floor, layout::col_major(), layout::linear());
   check_contains(generate(d1, t, default_stride_class(d1)).source,
