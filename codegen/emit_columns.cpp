@@ -58,11 +58,7 @@ namespace {
 constexpr int kCols = 8;  // columns per thread (16 bytes of a 2-byte input); rows per thread: plan.col_w
 
 // True when a scale's blocks run along ax_c (the dim0 half of a dim0+dim1 cast).
-bool row_scale(const Ctx& x) {
-  for (const NodePtr& sn : x.v.scales)
-    if (block_of(sn).axes[0] == x.plan.ax_c) return true;
-  return false;
-}
+bool row_scale(const Ctx& x) { return columns_along_c(x.v, x.plan); }
 
 // True when scale s has a scales output (of FP32 scales with `f32`): its values go through
 // shared memory (s<s>_info: E8M0/E4M3 bytes; s<s>_val: FP32 scales).

@@ -175,20 +175,22 @@ bool chunk_dequant(const Pipeline& p, const Plan& plan, const StrideClass& sc, c
   return sc.vector_along(size_t(p.input_index(n->args[0]->name)), plan.ax_c);
 }
 
+bool columns_along_c(const ValueSet& v, const Plan& plan) {
+  for (const NodePtr& sn : v.scales)
+    if (block_of(sn).axes[0] == plan.ax_c) return true;
+  return false;
+}
+
 bool columns_stage_codes(const Pipeline& p, const ValueSet& v, const Plan& plan) {
   // 8 rows x 8 columns per thread, 256 threads: 128 x 128 tiles at 4 or 8 lanes along the rows.
   if (plan.kind != Plan::Kind::columns || plan.col_w != 8 || plan.threads != 256) return false;
-  bool along_c = false;
-  for (const NodePtr& sn : v.scales) along_c = along_c || block_of(sn).axes[0] == plan.ax_c;
   for (size_t o = 0; o < p.outputs().size(); ++o)
     if (p.outputs()[o].kind == OutputKind::elems && v.quantizes[size_t(v.output_index[o])]->elem.packed()) return false;
-  return along_c;
+  return columns_along_c(v, plan);
 }
 
 int columns_plan_lanes_r(const Pipeline& p, const ValueSet& v, const Plan& plan) {
-  bool along_c = false;
-  for (const NodePtr& sn : v.scales) along_c = along_c || block_of(sn).axes[0] == plan.ax_c;
-  return columns_lanes_r(plan.col_w, along_c, plan.stages == 1 && columns_stage_codes(p, v, plan));
+  return columns_lanes_r(plan.col_w, columns_along_c(v, plan), plan.stages == 1 && columns_stage_codes(p, v, plan));
 }
 
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
@@ -413,8 +415,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   if (!direct && !tuning.tile_r && !tuning.tile_c && !tuning.force_tiled && columns_apply(p, values, plan, sc)) {
     plan.kind = Plan::Kind::columns;
     // col_w: rows per thread, 16 or 8 (half the registers); see columns_lanes_r for the warp shape.
-    bool along_c = false;
-    for (const NodePtr& sn : values.scales) along_c = along_c || block_of(sn).axes[0] == plan.ax_c;
+    const bool along_c = columns_along_c(values, plan);
     // A row-wise scale too (dim0+dim1 from one read): 8 rows per thread at 4 CTAs per SM (64
     // registers) measured 374 us at 16384^2 on an H200, 16 rows at 2 CTAs per SM 466 us.
     plan.col_w = tuning.col_w ? tuning.col_w : along_c ? 8 : 16;

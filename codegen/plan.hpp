@@ -105,6 +105,9 @@ struct Plan {
 };
 
 struct ValueSet;
+/// True when a scale's blocks run along the columns kernel's ax_c (the dim0 half of a dim0+dim1
+/// cast; `along_c` below).
+bool columns_along_c(const ValueSet& v, const Plan& plan);
 /// The columns kernel's warp shape: lanes along ax_r (each col_w rows), the other 32 / lanes_r
 /// along ax_c (each 8 columns). 128 / col_w (a warp covers 128 rows) unless a block runs along
 /// ax_c (`along_c`, the dim0 half of a dim0+dim1 cast): then 8, so that its 32 columns are 4
