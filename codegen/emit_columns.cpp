@@ -177,24 +177,38 @@ std::string codes_aligned(const Ctx& x, int bytes = 0) {
 // 322.9 us with linear scales (blocked: 314.8 -> 315.8; the kernel stays bound by its loads'
 // latency at 50% occupancy).
 //
-//   q<o>_tile: 128 lines (rows of row-wise codes, columns of column-wise codes) x 16 chunks of
-//   8 bytes; chunk k of line L sits at k ^ swz(L), which spreads the 16 lanes of a half-warp
-//   over all 16 chunk positions of a bank row when they write (an 8-byte store is served a
-//   half-warp at a time); a quarter-warp reading one line's 16-byte chunks covers a bank row
-//   whatever the swizzle:
+//   q<o>_tile: 128 lines (rows of row-wise codes, columns of column-wise codes) of 128 bytes.
+//   An 8-byte store is served a half-warp at a time, so the 16 lanes of a half-warp must fall
+//   on all 16 8-byte positions of a bank row; a quarter-warp reading one line's 16-byte chunks
+//   covers a bank row whatever the layout.
 //
-//     one-tile form, 4 lanes along the rows (a half-warp: 4 row groups x 4 column groups)
-//       row-wise codes   swz(L) = ((L >> 3) & 3) << 2   4 rows x 32 bytes: rows 8 apart take
-//       column-wise      swz(L) = ((L >> 3) & 3) << 2   chunks 0-3, 4-7, 8-11, 12-15 (x cl)
-//     pipelined form, 8 lanes along the rows (8 row groups x 2 column groups)
+//     one-tile form, 4 lanes along the rows (a half-warp: 4 row groups x 4 column groups):
+//     lines in order, padded so that a bulk copy takes a line whole (384 bytes per tile); the
+//     pad puts lines 8 apart (the lines of one warp store) 32 bytes apart on the banks
+//
+//       pad(L) = ((L >> 3) & 3) * 32 + (L >> 5) * 96     (line_pad; it only grows with L)
+//       line L at L * 128 + pad(L):  | 128 bytes, in order |
+//
+//       row-wise codes   a half-warp: rows 8g + r, g = 0..3, 32 bytes each: banks +0, +32, +64, +96
+//       column-wise      a half-warp: lines 8k + c, k = 0..3 (4..7), 32 bytes each: the same
+//
+//     pipelined form, 8 lanes along the rows (8 row groups x 2 column groups): chunk k of
+//     line L at k ^ swz(L)
 //       row-wise codes   swz(L) = ((L >> 3) & 7) << 1   8 rows x 16 bytes
 //       column-wise      swz(L) = ((L >> 3) & 1) << 3   2 columns x 64 bytes
 bool codes_staged(const Ctx& x) { return columns_stage_codes(x.p, x.v, x.plan); }
 
-std::string code_swizzle(const Ctx& x, bool along_r, const std::string& line) {
-  if (columns_plan_lanes_r(x.p, x.v, x.plan) == 4) return fmt::format("((({} >> 3) & 3) << 2)", line);
+// The one-tile form (4 lanes along the rows) keeps each line's 128 bytes in order and pads
+// between lines instead (line_pad), so that a bulk copy can take a line as it is.
+bool lines_padded(const Ctx& x) { return codes_staged(x) && columns_plan_lanes_r(x.p, x.v, x.plan) == 4; }
+
+// The pipelined form's swizzle: chunk k of line L at k ^ swz(L).
+std::string code_swizzle(bool along_r, const std::string& line) {
   return along_r ? fmt::format("((({} >> 3) & 1) << 3)", line) : fmt::format("((({} >> 3) & 7) << 1)", line);
 }
+
+// Bytes before line L beyond L * 128 in the one-tile form (a multiple of 16, growing with L).
+std::string line_pad(const std::string& line) { return fmt::format("((({0} >> 3) & 3) * 32 + ({0} >> 5) * 96)", line); }
 
 // Outputs that use scale s: its scales outputs and the elems of its quantizes.
 void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, const std::string& ind,
@@ -224,8 +238,12 @@ void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, cons
       // with r0 - t_r0 + r, the swizzle took 5 instructions per store).
       const std::string first = along_r ? "lane_c0" : "lane_r0", line = fmt::format("({} + {})", first, along_r ? "c" : "r"),
                         chunk = along_r ? "(lane_r0 >> 3)" : "(lane_c0 >> 3)";
-      x.out += fmt::format("{0}  *reinterpret_cast<uint2*>(&q{1}_tile[{2} * 128 + (({3} ^ {4}) << 3)]) = make_uint2(wd[0], wd[1]);\n", ind, o,
-                           line, chunk, code_swizzle(x, along_r, first));
+      if (lines_padded(x))
+        x.out += fmt::format("{0}  *reinterpret_cast<uint2*>(&q{1}_tile[{2} * 128 + {3} + ({4} << 3)]) = make_uint2(wd[0], wd[1]);\n", ind, o,
+                             line, line_pad(first), chunk);
+      else
+        x.out += fmt::format("{0}  *reinterpret_cast<uint2*>(&q{1}_tile[{2} * 128 + (({3} ^ {4}) << 3)]) = make_uint2(wd[0], wd[1]);\n", ind, o,
+                             line, chunk, code_swizzle(along_r, first));
     } else if (fast) {  // whole and aligned (the fast path's condition); ob<o>_ steps along the loop
       x.out += fmt::format("{}  mx_u8* const ob = ob{}_;\n", ind, o);
       emit_store_codes(x, q, n, "true", "true", ind + "  ", true);
@@ -486,7 +504,8 @@ void emit_columns_kernel(Ctx& x) {
   }
   const bool stage_codes = codes_staged(x);
   if (stage_codes)
-    for (const CodeOut& co : code_outputs(x)) x.out += fmt::format("  __shared__ __align__(16) mx_u8 q{}_tile[128 * 128];\n", co.o);
+    for (const CodeOut& co : code_outputs(x))
+      x.out += fmt::format("  __shared__ __align__(16) mx_u8 q{}_tile[128 * 128{}];\n", co.o, lines_padded(x) ? " + 384" : "");
   std::string ind = "  ";
   if (pipe) {
     const int slot_bytes = columns_slot_bytes(pl);
@@ -530,7 +549,19 @@ void emit_columns_kernel(Ctx& x) {
   x.out += ind + "}\n";
   // Pipelined: this barrier also frees the tile's ring slot for the copies issued next.
   if (pipe && staged.empty() && !stage_codes) x.out += ind + "__syncthreads();\n";
+  // sm_90+ with blocked scales: whole tiles' staged lines leave as bulk copies. With linear
+  // scales the bulk copies measured slower (H200, 16384^2, 4 interleaved rounds of explore
+  // --rounds 5: 307.1-308.6 us against 304.2-306.0; blocked 285.4-286.5 against 288.0-289.1),
+  // where the tile's row-wise scales leave as 128 partial-sector stores after the copy.
+  bool scales_blocked = true;
+  for (const Output& out : x.p.outputs())
+    if (out.kind == OutputKind::scales && (!out.layout.is_blocked() || out.layout.is_grouped())) scales_blocked = false;
+  const bool bulk = !pipe && lines_padded(x) && x.target.sm() >= 90 && scales_blocked;
+  if (bulk && int(code_outputs(x).size()) * 128 > pl.threads)
+    throw Error(fmt::format("mxjit internal: {} code outputs need {} threads for their bulk copies; the plan has {}",
+                            code_outputs(x).size(), code_outputs(x).size() * 128, pl.threads));
   if (!staged.empty() || stage_codes) {
+    if (bulk) x.out += ind + "mx_bulk_fence();  // the staged codes, for the bulk copies after the barrier\n";
     x.out += ind + "__syncthreads();\n" + ind + "{\n";
     x.out += fmt::format("{0}  const int r0 = t_r0, c0 = t_c0, nr = n_r - r0 < {1} ? n_r - r0 : {1}, nc = n_c - c0 < {2} ? n_c - c0 : {2};\n",
                          ind, pl.tile_r, pl.tile_c);
@@ -549,19 +580,41 @@ void emit_columns_kernel(Ctx& x) {
                                in2, co.o, x.out_offset(co.o, r, c), lines, co.along_r ? pl.ax_c : pl.ax_r);
         }
         x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const int L = i * {2} + L0;\n", in2, 128 / lines, lines);
-        for (const CodeOut& co : code_outputs(x))
-          x.out += fmt::format("{0}  *reinterpret_cast<{1}*>(d{2}) = *reinterpret_cast<const {1}*>(&q{2}_tile[L * 128 + (((j * {3}) ^ {4}) << 3)]);\n"
-                               "{0}  d{2} += step{2};\n", in2, type, co.o, B / 8, code_swizzle(x, co.along_r, "L"));
+        for (const CodeOut& co : code_outputs(x)) {
+          const std::string at = lines_padded(x) ? fmt::format("L * 128 + {} + j * {}", line_pad("L"), B)
+                                                 : fmt::format("L * 128 + (((j * {}) ^ {}) << 3)", B / 8, code_swizzle(co.along_r, "L"));
+          x.out += fmt::format("{0}  *reinterpret_cast<{1}*>(d{2}) = *reinterpret_cast<const {1}*>(&q{2}_tile[{3}]);\n{0}  d{2} += step{2};\n",
+                               in2, type, co.o, at);
+        }
         x.out += in2 + "}\n";
       };
       x.out += fmt::format("{0}  if (fast && {1}) {{\n", ind, codes_aligned(x, 16));
-      copy_out(16, ind + "    ");
+      if (bulk) {
+        // One bulk copy per line (the TMA engine reads the shared bytes): output k's 128 lines
+        // from threads 128k .. 128k + 127. H200, 16384^2, blocked scales: 285.0-286.2 us
+        // against 288.2-289.0 copied by the threads at 16 bytes a lane (5 interleaved rounds
+        // of explore --rounds 5); a microbenchmark of this tile without the arithmetic: 91.2%
+        // of the copy bandwidth against 89.5%. A bulk copy takes uniform operands, so a warp
+        // issues its 32 one lane after another (158 M warp instructions against 126 M); lane 0
+        // of each warp issuing 32 in a loop measured 319-323 us (232 M).
+        int k = 0;
+        for (const CodeOut& co : code_outputs(x)) {
+          const std::string r = co.along_r ? "0" : "L", c = co.along_r ? "L" : "0";
+          x.out += fmt::format("{0}    {{\n{0}      const int L = int(threadIdx.x) - {1};\n", ind, 128 * k++);
+          x.out += fmt::format("{0}      if (L >= 0 && L < 128) mx_bulk_store(static_cast<mx_u8*>(P.out[{1}]) + ({2}), &q{1}_tile[L * 128 + {3}], 128);\n{0}    }}\n",
+                               ind, co.o, x.out_offset(co.o, r, c), line_pad("L"));
+        }
+        x.out += ind + "    mx_bulk_commit();\n";
+      } else {
+        copy_out(16, ind + "    ");
+      }
       x.out += fmt::format("{0}  }} else if (fast) {{\n", ind);
       copy_out(8, ind + "    ");
       x.out += ind + "  }\n";
     }
     for (int o = 0; o < int(x.p.outputs().size()); ++o)
       if (x.p.outputs()[size_t(o)].kind == OutputKind::scales) emit_tile_scales(x, o);
+    if (bulk) x.out += ind + "  mx_bulk_wait_read();  // the bulk copies have read the staged codes\n";
     x.out += ind + "}\n";
   }
   // Staged codes: the next tile's body must not overwrite them before they are copied out.

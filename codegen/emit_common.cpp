@@ -526,7 +526,35 @@ void emit_tile_scales(Ctx& x, int o) {
   // (their bytes are adjacent: unit stride for linear, one atom row for blocked), and the scale
   // indices from compile-time extents (shifts, not divisions). Other tiles: one byte per thread.
   const int64_t full_inner = r_fast ? full_r : full_c;
-  if (!f32 && !out.layout.is_grouped() && full_inner % 4 == 0 && (!out.layout.is_blocked() || atom_c == 4)) {
+  // Whole tiles that cover whole 128 x 4 atoms: each atom is 512 contiguous bytes, written as 32
+  // 16-byte stores by one warp (thread t: the scales of rows t, t+32, t+64, t+96, the atom's
+  // 16-byte row t; see mx_blocked_offset32). 4-byte stores (below, for other tiles) put 4 bytes
+  // in each of 16 sectors per warp instruction: 4 times the L2 sectors of the atom.
+  //
+  //   atom (512 B):  row t of 16 B = | r=t c0..3 | r=t+32 c0..3 | r=t+64 c0..3 | r=t+96 c0..3 |
+  const int64_t tile_sr = row_axis == pl.ax_r ? full_r : full_c, tile_sc = row_axis == pl.ax_r ? full_c : full_r;
+  const bool atoms = !f32 && out.layout.is_blocked() && !out.layout.is_grouped() && atom_r == 128 && atom_c == 4 &&
+                     tile_sr % 128 == 0 && tile_sc % 4 == 0;
+  if (atoms) {
+    const int64_t atoms_c = tile_sc / 4, items = tile_sr / 128 * atoms_c * 32, rot = x.scale_words % pl.threads;
+    x.scale_words += int(items);
+    x.out += fmt::format("    if (whole && nsr == {} && nsc == {} && (reinterpret_cast<mx_u64>(P.out[{}]) & 15u) == 0) {{  // whole 128 x 4 atoms\n",
+                         full_r, full_c, o);
+    x.out += fmt::format("      for (int k = {}; k < {}; k += {}) {{\n",
+                         rot ? fmt::format("(int(threadIdx.x) + {}) % {}", pl.threads - rot, pl.threads) : "int(threadIdx.x)", items, pl.threads);
+    x.out += fmt::format("        const int t = k % 32, sr = k / 32 / {0} * 128, sc = k / 32 % {0} * 4;  // the atom's first scale (row, column)\n",
+                         atoms_c);
+    const bool rows_r = row_axis == pl.ax_r;
+    x.out += rows_r ? "        const int ir = sr, ic = sc;\n" : "        const int ir = sc, ic = sr;\n";
+    x.out += "        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n        mx_u32 w[4] = {0u, 0u, 0u, 0u};\n";
+    x.out += fmt::format("#pragma unroll\n        for (int e = 0; e < 16; ++e) w[e / 4] |= mx_u32(s{}_info[{}] & 0xffu) << (8 * (e % 4));\n", si,
+                         rows_r ? fmt::format("(ir + e / 4 * 32 + t) * {} + ic + e % 4", lb_row)
+                                : fmt::format("(ir + e % 4) * {} + ic + e / 4 * 32 + t", lb_row));
+    x.out += fmt::format("        *reinterpret_cast<uint4*>(static_cast<mx_u8*>(P.out[{}]) + ({}) + t * 16) = make_uint4(w[0], w[1], w[2], w[3]);\n",
+                         o, offset);
+    x.out += "      }\n    } else\n";
+  }
+  if (!atoms && !f32 && !out.layout.is_grouped() && full_inner % 4 == 0 && (!out.layout.is_blocked() || atom_c == 4)) {
     // Whole, and not grown over padding (a tile narrower than the layout's atom could be both).
     std::string cond = fmt::format("whole && nsr == {} && nsc == {}", full_r, full_c);
     if (!out.layout.is_blocked()) cond += fmt::format(" && P.out_stride[{}][{}] == 1", o, inner);

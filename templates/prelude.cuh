@@ -78,6 +78,15 @@ MX_D void mx_bulk_load(void* dst, const void* src, unsigned bytes, mx_u64* bar) 
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(mx_smem_addr(dst)), "l"(src), "r"(bytes), "r"(mx_smem_addr(bar)) : "memory");
 }
+// Bulk copies shared -> global: the writers of the shared bytes fence (generic -> async proxy)
+// before the CTA barrier that precedes the copy; the issuing thread commits its copies as a group
+// and, before the CTA exits or reuses the bytes, waits until the group has read them.
+MX_D void mx_bulk_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+MX_D void mx_bulk_store(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(mx_smem_addr(src)), "r"(bytes) : "memory");
+}
+MX_D void mx_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+MX_D void mx_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 #endif
 
 // Scalar element loads, widened to FP32 exactly.

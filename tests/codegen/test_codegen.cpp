@@ -45,6 +45,10 @@ std::vector<std::pair<std::string, Pipeline>> variants() {
   auto s1 = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::rceil);
   v.emplace_back("dim0+dim1", pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0),
                                          output("q1", cast(e4m3, x / s1), layout::col_major()), output("s1", s1)}));
+  // With blocked scales, sm_90+ copies the staged codes out in bulk.
+  v.emplace_back("dim0+dim1 blocked", pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4()),
+                                                 output("q1", cast(e4m3, x / s1), layout::col_major()),
+                                                 output("s1", s1, layout::blocked_128x4())}));
   return v;
 }
 
@@ -276,8 +280,8 @@ TEST_CASE("golden generated source") {
   const std::string a = hash128(generate(d0, Target::parse("sm_90a"), default_stride_class(d0)).source).hex();
   const std::string b = hash128(generate(d1, Target::parse("sm_100a"), default_stride_class(d1)).source).hex();
   MESSAGE("golden digests: " << a << " " << b);
-  CHECK(a == "d33863e0ec32240bbfebcd228562c5b7");
-  CHECK(b == "9766c7ea0488ef396b95e9fcf7783715");
+  CHECK(a == "c02261429b07093ea3872a50792d6f1a");
+  CHECK(b == "bef619056e83cbf9dc83fd20e8d95367");
 }
 
 TEST_CASE("a pipeline that outputs scales without codes gets shared memory for its scales") {
@@ -363,7 +367,7 @@ TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
     CHECK(src.find("const bool fast = __syncthreads_and(rows_full && cols_full") != std::string::npos);
     CHECK(src.find("mx_max_bf16x2") != std::string::npos);
     CHECK(src.find("__syncthreads();") != std::string::npos);  // the tile's staged scales and codes
-    CHECK(src.find("__shared__ __align__(16) mx_u8 q0_tile[128 * 128];") != std::string::npos);
+    CHECK(src.find("__shared__ __align__(16) mx_u8 q0_tile[128 * 128 + 384];") != std::string::npos);  // padded lines
     // Warp shapes: 4 lanes along the rows with staged codes in the one-tile form (loads of whole
     // lines); 8 in the pipelined form and at 16 rows per thread (8 x 16 rows: a warp covers 128).
     const std::string lanes4 = "rg = lane % 4, cl = lane / 4", lanes8 = "rg = lane % 8, cl = lane / 8";
@@ -457,18 +461,25 @@ TEST_CASE("tiled kernel, 8 rows per thread: whole column chunks get one 8-byte s
 }
 
 // Tiles' staged scales: whole tiles store 4 neighbouring byte scales per thread (one 4-byte
-// store, indices from compile-time extents), the outputs' words on different threads; partial
-// tiles, FP32 scales and grouped layouts keep the one-byte loop.
+// store, indices from compile-time extents), or a whole 128 x 4 atom per warp, the outputs'
+// words on different threads; partial tiles, FP32 scales and grouped layouts keep the one-byte
+// loop.
 TEST_CASE("tile scales: whole tiles store 4-byte words, outputs on rotated threads") {
   const Target t = Target::parse("sm_90a");
   check_contains(variant_source("dim0+dim1", t),
                  {"if (whole && nsr == 128 && nsc == 4 && P.out_stride[1][1] == 1) {  // a whole tile: 4 scales per thread",
                   "for (int k = (int(threadIdx.x) + 128) % 256; k < 128; k += 256) {",
                   "} else\n    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {"});
-  // MN-major blocked dim1 scales: 4 block rows of one column are one atom row's 4 bytes.
+  // Blocked 128 x 4 scales of tiles that cover whole atoms: an atom (512 bytes) per warp, 16
+  // bytes per lane; MN-major dim1 (tiles of 256 columns: two atoms, threads 0-63) gathers the 4
+  // block rows of columns t, t + 32, t + 64, t + 96 of its atom.
   const Pipeline d1 = cast2d(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4());
-  check_contains(generate(d1, t, default_stride_class(d1)).source,
-                 {"w |= mx_u32(s0_info[lb + e * 256] & 0xffu) << (8 * e);", "mx_blocked_offset32<128, 4>(unsigned(gc), unsigned(gr), Cp)"});
+  const std::string d1_src = generate(d1, t, default_stride_class(d1)).source;
+  check_contains(d1_src, {"if (whole && nsr == 4 && nsc == 256 && (reinterpret_cast<mx_u64>(P.out[1]) & 15u) == 0) {  // whole 128 x 4 atoms",
+                          "for (int k = int(threadIdx.x); k < 64; k += 256) {",
+                          "for (int e = 0; e < 16; ++e) w[e / 4] |= mx_u32(s0_info[(ir + e % 4) * 256 + ic + e / 4 * 32 + t] & 0xffu) << (8 * (e % 4));",
+                          "*reinterpret_cast<uint4*>(static_cast<mx_u8*>(P.out[1]) + (0 + mx_blocked_offset32<128, 4>(unsigned(gc), unsigned(gr), Cp)) + t * 16)"});
+  CHECK(d1_src.find("// a whole tile: 4 scales per thread") == std::string::npos);  // misaligned: the byte loop
 }
 
 // The direct kernel's blocked 128x4 scales at 4 rows per thread: the first lane of every 4 blocks
@@ -501,6 +512,39 @@ TEST_CASE("columns kernel: one scale per lane on the fast path") {
   check_contains(generate(d1, t, default_stride_class(d1)).source, {"xors 1).", "mx_u32 own0[4];"});
 }
 
+// dim0+dim1's staged code lines (the one-tile form): in order, padded between lines; with blocked
+// scales on sm_90+, whole tiles leave as one bulk copy per line (the writers fence for the async
+// proxy before the barrier, the issuers wait for the reads before the CTA ends); otherwise, and
+// before sm_90, the threads copy the lines out 16 or 8 bytes a lane. The pipelined form keeps
+// its swizzled chunks.
+TEST_CASE("dim0+dim1: padded staged lines, bulk copy-out with blocked scales on sm_90+") {
+  const std::string pad = "(((L >> 3) & 3) * 32 + (L >> 5) * 96)";
+  const std::string blocked = variant_source("dim0+dim1 blocked", Target::parse("sm_90a"));
+  check_contains(blocked, {"mx_bulk_fence();  // the staged codes, for the bulk copies after the barrier\n  __syncthreads();",
+                           "if (L >= 0 && L < 128) mx_bulk_store(static_cast<mx_u8*>(P.out[0]) + ((r0 + L) * P.out_stride[0][0] + (c0 + 0) * P.out_stride[0][1]), &q0_tile[L * 128 + (((L >> 3) & 3) * 32 + (L >> 5) * 96)], 128);",
+                           "const int L = int(threadIdx.x) - 128;",
+                           "mx_bulk_store(static_cast<mx_u8*>(P.out[2]) + ((r0 + 0) * P.out_stride[2][0] + (c0 + L) * P.out_stride[2][1]), &q2_tile[L * 128 + (((L >> 3) & 3) * 32 + (L >> 5) * 96)], 128);",
+                           "mx_bulk_commit();", "mx_bulk_wait_read();  // the bulk copies have read the staged codes"});
+  CHECK(blocked.find("*reinterpret_cast<uint4*>(d0)") == std::string::npos);  // 8-byte-aligned outputs: the uint2 copy remains
+  CHECK(blocked.find("*reinterpret_cast<uint2*>(d0) = *reinterpret_cast<const uint2*>(&q0_tile[L * 128 + " + pad + " + j * 8]);") !=
+        std::string::npos);
+  for (const std::string& src : {variant_source("dim0+dim1", Target::parse("sm_90a")), variant_source("dim0+dim1 blocked", Target::parse("sm_89"))}) {
+    CHECK(src.find("mx_bulk_store(static_cast") == std::string::npos);
+    CHECK(src.find("mx_bulk_fence();") == std::string::npos);
+    CHECK(src.find("*reinterpret_cast<uint4*>(d0) = *reinterpret_cast<const uint4*>(&q0_tile[L * 128 + " + pad + " + j * 16]);") != std::string::npos);
+  }
+  for (const auto& [name, p] : variants()) {
+    if (name != "dim0+dim1 blocked") continue;
+    Tuning ring;
+    ring.stages = 2;
+    ring.min_blocks = 2;
+    const std::string piped = generate(p, Target::parse("sm_90a"), default_stride_class(p), ring).source;
+    CHECK(piped.find("mx_bulk_store(static_cast") == std::string::npos);
+    CHECK(piped.find("mx_u8 q0_tile[128 * 128];") != std::string::npos);
+    CHECK(piped.find("&q0_tile[L * 128 + (((j * 2) ^ (((L >> 3) & 7) << 1)) << 3)]") != std::string::npos);
+  }
+}
+
 TEST_CASE("columns and direct kernels: warps without a flagged block take a branch without flag tests") {
   const Target t = Target::parse("sm_90a");
   // Each scale's loop comes twice under a warp vote over its owners' words: the first branch
@@ -511,8 +555,8 @@ TEST_CASE("columns and direct kernels: warps without a flagged block take a bran
                          "const mx_u32 flag0 = 0u;", "const mx_u32 flag1 = 0u;", "const mx_u32 flag0 = w_ < 3u ? w_ : 0u;",
                          "const mx_u32 flag1 = w_ < 3u ? w_ : 0u;",
                          // Staged codes: a per-thread base plus 128 bytes per line (the swizzle reads the first line).
-                         "&q0_tile[(lane_r0 + r) * 128 + (((lane_c0 >> 3) ^ (((lane_r0 >> 3) & 3) << 2)) << 3)]",
-                         "&q2_tile[(lane_c0 + c) * 128 + (((lane_r0 >> 3) ^ (((lane_c0 >> 3) & 3) << 2)) << 3)]"});
+                         "&q0_tile[(lane_r0 + r) * 128 + (((lane_r0 >> 3) & 3) * 32 + (lane_r0 >> 5) * 96) + ((lane_c0 >> 3) << 3)]",
+                         "&q2_tile[(lane_c0 + c) * 128 + (((lane_c0 >> 3) & 3) * 32 + (lane_c0 >> 5) * 96) + ((lane_r0 >> 3) << 3)]"});
   CHECK(fused.find("r0 - t_r0 + r) >> 3") == std::string::npos);
   const Pipeline d1 = cast2d(0, e2m1, ScaleRule::floor, layout::col_major(), layout::linear());
   check_contains(generate(d1, t, default_stride_class(d1)).source,
