@@ -551,8 +551,9 @@ void emit_columns_kernel(Ctx& x) {
   if (pipe && staged.empty() && !stage_codes) x.out += ind + "__syncthreads();\n";
   // sm_90+ with blocked scales: whole tiles' staged lines leave as bulk copies. With linear
   // scales the bulk copies measured slower (H200, 16384^2, 4 interleaved rounds of explore
-  // --rounds 5: 307.1-308.6 us against 304.2-306.0; blocked 285.4-286.5 against 288.0-289.1),
-  // where the tile's row-wise scales leave as 128 partial-sector stores after the copy.
+  // --rounds 5, a first build whose pad left a 2-way conflict on the row-wise staging stores:
+  // 307.1-308.6 us against 304.2-306.0; blocked 285.4-286.5 against 288.0-289.1), where the
+  // tile's row-wise scales leave as 128 partial-sector stores after the copy.
   bool scales_blocked = true;
   for (const Output& out : x.p.outputs())
     if (out.kind == OutputKind::scales && (!out.layout.is_blocked() || out.layout.is_grouped())) scales_blocked = false;
