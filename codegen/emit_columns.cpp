@@ -183,8 +183,8 @@ std::string codes_aligned(const Ctx& x, int bytes = 0) {
 //   covers a bank row whatever the layout.
 //
 //     one-tile form, 4 lanes along the rows (a half-warp: 4 row groups x 4 column groups):
-//     lines in order, padded so that a bulk copy takes a line whole (384 bytes per tile); the
-//     pad puts lines 8 apart (the lines of one warp store) 32 bytes apart on the banks
+//     lines in order, padded so that a bulk copy takes a line whole (kColumnsLinePad = 384
+//     bytes per tile: pad(127) = 3 * 32 + 3 * 96); the pad puts lines 8 apart (the lines of one warp store) 32 bytes apart on the banks
 //
 //       pad(L) = ((L >> 3) & 3) * 32 + (L >> 5) * 96     (line_pad; it only grows with L)
 //       line L at L * 128 + pad(L):  | 128 bytes, in order |
@@ -200,7 +200,7 @@ bool codes_staged(const Ctx& x) { return columns_stage_codes(x.p, x.v, x.plan); 
 
 // The one-tile form (4 lanes along the rows) keeps each line's 128 bytes in order and pads
 // between lines instead (line_pad), so that a bulk copy can take a line as it is.
-bool lines_padded(const Ctx& x) { return codes_staged(x) && columns_plan_lanes_r(x.p, x.v, x.plan) == 4; }
+bool lines_padded(const Ctx& x) { return columns_lines_padded(x.p, x.v, x.plan); }
 
 // The pipelined form's swizzle: chunk k of line L at k ^ swz(L).
 std::string code_swizzle(bool along_r, const std::string& line) {
@@ -505,7 +505,8 @@ void emit_columns_kernel(Ctx& x) {
   const bool stage_codes = codes_staged(x);
   if (stage_codes)
     for (const CodeOut& co : code_outputs(x))
-      x.out += fmt::format("  __shared__ __align__(16) mx_u8 q{}_tile[128 * 128{}];\n", co.o, lines_padded(x) ? " + 384" : "");
+      x.out += fmt::format("  __shared__ __align__(16) mx_u8 q{}_tile[128 * 128{}];\n", co.o,
+                           lines_padded(x) ? fmt::format(" + {}", kColumnsLinePad) : std::string());
   std::string ind = "  ";
   if (pipe) {
     const int slot_bytes = columns_slot_bytes(pl);

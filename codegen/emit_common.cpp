@@ -532,6 +532,11 @@ void emit_tile_scales(Ctx& x, int o) {
   // in each of 16 sectors per warp instruction: 4 times the L2 sectors of the atom.
   //
   //   atom (512 B):  row t of 16 B = | r=t c0..3 | r=t+32 c0..3 | r=t+64 c0..3 | r=t+96 c0..3 |
+  // The loop over a whole tile's `items` store units, started `rot` threads on (k: the unit).
+  auto rotated_loop = [&](int64_t items, int64_t rot) {
+    return fmt::format("      for (int k = {}; k < {}; k += {}) {{\n",
+                       rot ? fmt::format("(int(threadIdx.x) + {}) % {}", pl.threads - rot, pl.threads) : "int(threadIdx.x)", items, pl.threads);
+  };
   const int64_t tile_sr = row_axis == pl.ax_r ? full_r : full_c, tile_sc = row_axis == pl.ax_r ? full_c : full_r;
   const bool atoms = !f32 && out.layout.is_blocked() && !out.layout.is_grouped() && atom_r == 128 && atom_c == 4 &&
                      tile_sr % 128 == 0 && tile_sc % 4 == 0;
@@ -540,8 +545,7 @@ void emit_tile_scales(Ctx& x, int o) {
     x.scale_words += int(items);
     x.out += fmt::format("    if (whole && nsr == {} && nsc == {} && (reinterpret_cast<mx_u64>(P.out[{}]) & 15u) == 0) {{  // whole 128 x 4 atoms\n",
                          full_r, full_c, o);
-    x.out += fmt::format("      for (int k = {}; k < {}; k += {}) {{\n",
-                         rot ? fmt::format("(int(threadIdx.x) + {}) % {}", pl.threads - rot, pl.threads) : "int(threadIdx.x)", items, pl.threads);
+    x.out += rotated_loop(items, rot);
     x.out += fmt::format("        const int t = k % 32, sr = k / 32 / {0} * 128, sc = k / 32 % {0} * 4;  // the atom's first scale (row, column)\n",
                          atoms_c);
     const bool rows_r = row_axis == pl.ax_r;
@@ -563,8 +567,7 @@ void emit_tile_scales(Ctx& x, int o) {
     // the outputs of a tile are stored by different threads at once.
     const int64_t words = full_r * full_c / 4, rot = x.scale_words % pl.threads;
     x.scale_words += int(words);
-    x.out += fmt::format("      for (int k = {}; k < {}; k += {}) {{\n",
-                         rot ? fmt::format("(int(threadIdx.x) + {}) % {}", pl.threads - rot, pl.threads) : "int(threadIdx.x)", words, pl.threads);
+    x.out += rotated_loop(words, rot);
     x.out += r_fast ? fmt::format("        const int ir = k % {0} * 4, ic = k / {0};\n", full_r / 4)
                     : fmt::format("        const int ir = k / {0}, ic = k % {0} * 4;\n", full_c / 4);
     x.out += "        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";

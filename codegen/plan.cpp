@@ -193,6 +193,10 @@ int columns_plan_lanes_r(const Pipeline& p, const ValueSet& v, const Plan& plan)
   return columns_lanes_r(plan.col_w, columns_along_c(v, plan), plan.stages == 1 && columns_stage_codes(p, v, plan));
 }
 
+bool columns_lines_padded(const Pipeline& p, const ValueSet& v, const Plan& plan) {
+  return columns_stage_codes(p, v, plan) && columns_plan_lanes_r(p, v, plan) == 4;
+}
+
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
   Plan plan;
   plan.rank = p.rank();
@@ -448,8 +452,8 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.smem_bytes = plan.stages > 1 ? plan.stages * columns_slot_bytes(plan) : 0;
     // Static shared memory besides the ring: the staged scales (double-buffered when pipelined)
     // and, for dim0+dim1 with 8-bit codes, the two 16 KiB staged code tiles.
-    // (The one-tile form pads between lines: 384 bytes more per tile, emit_columns.cpp.)
-    const int static_smem = 4096 + (columns_stage_codes(p, values, plan) ? 32768 + (plan.stages == 1 ? 768 : 0) : 0);
+    const int static_smem = 4096 + (columns_stage_codes(p, values, plan) ? 32768 : 0) +
+                            (columns_lines_padded(p, values, plan) ? 2 * kColumnsLinePad : 0);
     const int per_cta = plan.smem_bytes + static_smem + 1024;  // 1 KiB reserved per CTA
     // 16 rows: 2 CTAs per SM (<= 128 registers; fewer spill the 64-word tile, H200 sweep);
     // 8 rows with a row-wise scale: 4 (64 registers; see col_w above). Pipelined: as many as

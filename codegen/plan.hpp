@@ -143,6 +143,11 @@ inline int columns_slot_bytes(const Plan& p) { return p.tile_r * columns_row_byt
 /// at either warp shape of columns_lanes_r) and 8-bit codes (8-byte stores each way). plan sizes
 /// shared memory and picks the warp shape by it, the emitter writes it.
 bool columns_stage_codes(const Pipeline& p, const ValueSet& v, const Plan& plan);
+/// The one-tile form of those staged codes (4 lanes along the rows) keeps each 128-byte line in
+/// order, with kColumnsLinePad bytes of padding between lines per tile (emit_columns.cpp's
+/// line_pad), so that a bulk copy can take a line whole.
+bool columns_lines_padded(const Pipeline& p, const ValueSet& v, const Plan& plan);
+inline constexpr int kColumnsLinePad = 384;
 
 /// True when the direct kernel reads dequantize node `n` a chunk at a time: its blocks run along
 /// ax_c in multiples of 8 (a chunk of 8 elements has one scale), and its codes are unit-stride and
