@@ -54,6 +54,14 @@ std::shared_ptr<Loaded> load(const Pipeline& p, const Target& t, const detail::S
   }
 }
 
+// Loaded kernels that lost a race to the semantic cache: never unloaded (a few KiB each, rare).
+void retire(std::shared_ptr<Loaded> l) {
+  static std::mutex mutex;
+  static auto* retired = new std::vector<std::shared_ptr<Loaded>>;  // leaked: not even unloaded at exit
+  std::lock_guard lock(mutex);
+  retired->push_back(std::move(l));
+}
+
 }  // namespace
 
 struct Kernel::State {
@@ -90,7 +98,13 @@ struct Kernel::State {
     std::shared_ptr<const std::shared_ptr<Loaded>> found = semantic_cache().find(key);
     detail::disk_cache().count_memory_lookup(found != nullptr);
     std::shared_ptr<Loaded> loaded = found ? *found : nullptr;
-    if (!loaded) loaded = *semantic_cache().insert(key, load(pipeline, target, sc, t));
+    if (!loaded) {
+      std::shared_ptr<Loaded> mine = load(pipeline, target, sc, t);
+      loaded = *semantic_cache().insert(key, mine);
+      // Another thread loaded the same kernel first: keep ours loaded rather than unload it now,
+      // since an unload would invalidate a CUDA-graph capture running on some stream.
+      if (loaded != mine) retire(std::move(mine));
+    }
     std::unique_lock lock(mutex);
     seen.emplace_back(local, loaded);
     return loaded;
@@ -129,7 +143,20 @@ Kernel jit(const Pipeline& p, const Target& target, const detail::Tuning& tuning
   return k;
 }
 
+size_t Kernel::workspace_bytes() const { return state_->amax_pass ? 4 : 0; }
+
 void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+  (*this)(stream, inputs, outputs, state_->amax_pass ? uint64_t(reinterpret_cast<uintptr_t>(state_->scratch_for(stream))) : 0);
+}
+
+void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                        uint64_t workspace) const {
+  if (state_->amax_pass && (workspace == 0 || workspace % 16 != 0))
+    throw UsageError(fmt::format("launch: workspace 0x{:x}: this cast needs {} bytes of 16-byte aligned device scratch "
+                                 "(workspace_bytes())", workspace, workspace_bytes()));
+  if (!state_->amax_pass && workspace != 0)
+    throw UsageError(fmt::format("launch: workspace 0x{:x} given, but this cast needs none (workspace_bytes() is 0)",
+                                 workspace));
   const Pipeline& p = state_->pipeline;
   detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
   detail::StrideClass sc{std::move(b.unit_axis), std::move(b.aligned)};
@@ -195,8 +222,8 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   w.push_back(tiles_c);
   int64_t aux = 0;
   if (state_->amax_pass) {
-    // NVFP4: tensor amax into this stream's scratch word, then the cast reads it (stream order).
-    float* t = state_->scratch_for(stream);
+    // NVFP4: tensor amax into the scratch word, then the cast reads it (stream order).
+    float* t = reinterpret_cast<float*>(static_cast<uintptr_t>(workspace));
     std::vector<TensorView> ain;
     for (int i : state_->amax_inputs) ain.push_back(inputs[size_t(i)]);
     TensorView tv = TensorView::contiguous(t, DType::f32, {1}, DeviceKind::cuda, inputs[0].device_ordinal);

@@ -23,6 +23,13 @@ class Kernel {
   /// of the declared layout, device, null pointers, overlaps) and a mismatch throws UsageError
   /// naming the argument. Empty domains launch nothing.
   void operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const;
+  /// Bytes of device scratch one launch needs (0 for most casts; NVFP4's tensor amax needs 4).
+  size_t workspace_bytes() const;
+  /// Launches with caller-provided device scratch (`workspace`: a device address of at least
+  /// workspace_bytes() bytes, 16-byte aligned; 0 when workspace_bytes() is 0). No allocation happens in
+  /// this call (so it can be captured in a CUDA graph).
+  void operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                  uint64_t workspace) const;
   /// Same, with initializer lists: `k(stream, {x}, {q, s})`.
   void operator()(uint64_t stream, std::initializer_list<TensorView> inputs,
                   std::initializer_list<TensorView> outputs) const {
