@@ -75,6 +75,18 @@ namespace detail {
 std::string entry_checksum(const std::string& key_hex, const CacheEntry& entry);
 }  // namespace detail
 
+/// A held cross-process compile claim (DiskCache::lock_key); released (unlocked, closed) on destruction.
+class KeyLock {
+ public:
+  explicit KeyLock(int fd) : fd_(fd) {}
+  KeyLock(const KeyLock&) = delete;
+  KeyLock& operator=(const KeyLock&) = delete;
+  ~KeyLock();
+
+ private:
+  int fd_;
+};
+
 /// Receives each warning line (without newline); the default writes it to stderr.
 using WarningSink = std::function<void(std::string_view)>;
 
@@ -139,6 +151,13 @@ class DiskCache {
   std::filesystem::path file() const;
   /// True when the file uses WAL (only on an SQLite with the WAL-reset fix).
   bool wal() const;
+
+  /// Claims, across processes, the right to compile the kernel of `key`: an exclusive flock on one
+  /// of 256 lock files under `dir/locks` (picked by the key), held until the returned object dies.
+  /// Ranks of one job that miss the same key at once then compile it once: the others wait here and
+  /// find it with get() afterwards. Null in memory-only mode or when the lock cannot be taken
+  /// (callers then just compile). Blocks while another holder compiles. See cache/key_lock.cpp.
+  std::unique_ptr<KeyLock> lock_key(const Hash128& key);
 
  private:
   struct Disabled {};

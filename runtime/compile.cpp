@@ -40,12 +40,24 @@ CompiledKernel compile(const Pipeline& p, const Target& target, const StrideClas
   k.content_key = cache::content_key(parts);
   const bool cacheable = !options.want_ptx && !options.resource_usage;
   cache::DiskCache& disk = disk_cache();
+  auto take_hit = [&](cache::CacheEntry& hit) {
+    k.cubin = std::move(hit.blob);
+    k.plan = Plan::parse(hit.meta);
+    k.from_disk = true;
+  };
+  std::unique_ptr<cache::KeyLock> claim;
   if (cacheable) {
     if (auto hit = disk.get(k.content_key)) {
-      k.cubin = std::move(hit->blob);
-      k.plan = Plan::parse(hit->meta);
-      k.from_disk = true;
+      take_hit(*hit);
       return k;
+    }
+    // A miss: claim the key across processes, so that ranks starting together compile it once.
+    claim = disk.lock_key(k.content_key);
+    if (claim) {
+      if (auto hit = disk.get(k.content_key)) {
+        take_hit(*hit);
+        return k;
+      }
     }
   }
   NvrtcRequest req;
