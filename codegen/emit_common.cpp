@@ -216,8 +216,11 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
       break;
     }
     case ScaleFormat::f32:
-      o += fmt::format("{{\n  const float a = mx_float(m);\n  mult = {} / (a < 1e-12f ? 1e-12f : a);\n  sval = 1.0f / mult;\n}}\n",
+      o += fmt::format("{{\n  const float a = mx_float(m);\n  mult = {} / (a < 1e-12f ? 1e-12f : a);\n",
                        float_literal(f.max_normal()));
+      // pow2: r is +0, normal or NaN; clearing a normal r's mantissa rounds it down.
+      if (sn->pow2) o += "  if (mult == mult) mult = mx_float(mx_bits(mult) & 0xff800000u);\n";
+      o += sn->store_multiplier ? "  sval = mult;\n}\n" : "  sval = 1.0f / mult;\n}\n";
       break;
     case ScaleFormat::e4m3:
       // NVFP4 (DESIGN §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.

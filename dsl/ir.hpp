@@ -108,6 +108,8 @@ struct Node {
   Nvfp4Convention convention = Nvfp4Convention::te;
   uint64_t seed = 0, offset = 0;  ///< stochastic rounding
   bool flush_subnormals = false;  ///< quantize: FP32 subnormal inputs become +-0 first
+  bool store_multiplier = false;  ///< FP32 scale: stores the multiplier r, not 1 / r (F32ScaleOptions)
+  bool pow2 = false;              ///< FP32 scale: r rounded down to a power of two
 };
 
 /// Canonical one-line text of a node and everything under it (used for printing and hashing).

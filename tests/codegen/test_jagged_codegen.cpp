@@ -176,3 +176,19 @@ TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
   const int compiled = test::compile_variants(vs);
   MESSAGE("compiled " << compiled << " jagged-group kernels");
 }
+
+TEST_CASE("jagged groups: FP32 scales storing the multiplier rounded to a power of two compile for sm_90a and sm_100a") {
+  for (const char* arch : {"sm_90a", "sm_100a"})
+    for (int unit : {0, 1}) {
+      auto x = input("x", DType::bf16, rank(2));
+      auto s = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3, F32ScaleOptions{true, true});
+      Pipeline p = pipeline({output("q", cast(e4m3, x / s), layout::col_major()), output("s", s)});
+      CAPTURE(arch);
+      CAPTURE(unit);
+      const GeneratedKernel k = generate(p, Target::parse(arch), order(unit));
+      CHECK(k.source.find("0xff800000u") != std::string::npos);  // the round-down
+      CHECK(k.source.find("1.0f / mult") == std::string::npos);  // r itself is stored
+      const CompiledKernel ck = compile(p, Target::parse(arch), order(unit));  // NVRTC (or the disk cache)
+      CHECK_FALSE(ck.cubin.empty());
+    }
+}

@@ -617,6 +617,9 @@ TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes
   Pipeline pe = pipeline({output("q", cast(e4m3, x / se), layout::col_major()), output("s", se)});
   auto sk = e8m0_scale(amax(groups(x, 1, offsets("offs"))), e2m3, ScaleRule::floor, NanPolicy::satfinite);
   Pipeline pk = pipeline({output("q", cast(e2m3, x / sk)), output("s", sk)});
+  // torchao's per-group form: the multiplier itself, rounded down to a power of two.
+  auto sm = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3, F32ScaleOptions{true, true});
+  Pipeline pm = pipeline({output("q", cast(e4m3, x / sm), layout::col_major()), output("s", sm)});
   std::vector<std::vector<int32_t>> group_ends = {
       {0, 1, 32, 65, 1065, 1100},  // sizes 0, 1, 31, 33, 1000, 35
       {1100},                       // one group
@@ -630,7 +633,7 @@ TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes
     group_ends.push_back(e);
   }
   int cases = 0;
-  for (const Pipeline* p : {&pf, &pe, &pk})
+  for (const Pipeline* p : {&pf, &pe, &pk, &pm})
     for (const auto& ends : group_ends)
       for (bool colmajor : {false, true}) {
         const int64_t rows = p == &pk ? 96 : 1100, cols = p == &pk ? 1100 : 96;
