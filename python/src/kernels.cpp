@@ -5,8 +5,9 @@
 //
 // The launch path takes no DLPack and no tensor object: pointers, extents and strides (in elements)
 // as ints, one tuple each, in p.inputs() then p.outputs() order. Per call it
-//   1. makes `device`'s primary context current when another (or none) is: torch's autograd
-//      backward thread and fresh Python threads start with no current context;
+//   1. makes `device`'s primary context current for the call when another (or none) is, and the
+//      caller's current again afterwards: torch's autograd backward thread and fresh Python threads
+//      start with no current context, and torch reads its current device from the current context;
 //   2. when `stream` is capturing a CUDA graph, switches this thread to the relaxed capture mode
 //      for the call, so a JIT miss (cuLibraryLoadData, cuKernelGetFunction) inside a capture works;
 //   3. compiles on a miss for the device's architecture with the GIL released, then launches.
@@ -78,12 +79,36 @@ DeviceSlot& device_slot(int device) {
   return s;
 }
 
-// Step 1: the device's primary context current on this thread (what torch uses).
+// The device's primary context current on this thread (what torch uses), for good.
 void make_primary_current(Driver& d, const DeviceSlot& s) {
   CUcontext cur = nullptr;
   CUcontext want = s.primary.load(std::memory_order_relaxed);
   if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != want) d.check(d.cuCtxSetCurrent(want), "cuCtxSetCurrent");
 }
+
+// Step 1: the device's primary context current for one call; the caller's context (none, or another
+// device's: torch reads its current device from it) is current again afterwards.
+class ContextGuard {
+ public:
+  ContextGuard(Driver& d, const DeviceSlot& s) : d_(d) {
+    CUcontext want = s.primary.load(std::memory_order_relaxed);
+    if (d.cuCtxGetCurrent(&prev_) != CUDA_SUCCESS) prev_ = nullptr;
+    if (prev_ != want) {
+      d.check(d.cuCtxSetCurrent(want), "cuCtxSetCurrent");
+      switched_ = true;
+    }
+  }
+  ~ContextGuard() {
+    if (switched_) d_.cuCtxSetCurrent(prev_);
+  }
+  ContextGuard(const ContextGuard&) = delete;
+  ContextGuard& operator=(const ContextGuard&) = delete;
+
+ private:
+  Driver& d_;
+  CUcontext prev_ = nullptr;
+  bool switched_ = false;
+};
 
 // Step 2: relaxed capture mode on this thread while `stream` is capturing; restored on exit.
 class CaptureRelax {
@@ -223,7 +248,7 @@ class PyKernel {
     nb::gil_scoped_release nogil;
     Driver& d = Driver::get();
     DeviceSlot& slot = device_slot(device);
-    make_primary_current(d, slot);
+    ContextGuard context(d, slot);
     CaptureRelax relax(d, stream);
     if (!k) {
       k = &for_arch(slot.arch);
@@ -240,7 +265,7 @@ class PyKernel {
     nb::gil_scoped_release nogil;
     Driver& d = Driver::get();
     DeviceSlot& slot = device_slot(device);
-    make_primary_current(d, slot);
+    ContextGuard context(d, slot);
     const Kernel& k = for_arch(slot.arch);
     std::vector<double> per;
     for (int r = 0; r <= reps; ++r) {
@@ -407,7 +432,8 @@ void bind_kernels(nb::module_& m) {
             for (const std::string& a : archs)
               for (PyKernel* k : kernels) work.emplace_back(k, a), work_device.push_back(-1);
             parallel_for(work.size(), threads, [&](size_t i) {
-              if (work_device[i] >= 0) make_primary_current(Driver::get(), device_slot(work_device[i]));
+              std::optional<ContextGuard> context;
+              if (work_device[i] >= 0) context.emplace(Driver::get(), device_slot(work_device[i]));
               work[i].first->for_arch(work[i].second);
             });
           }
@@ -431,7 +457,7 @@ void bind_kernels(nb::module_& m) {
           nb::gil_scoped_release nogil;
           if (!cuda) return swizzle_scales(lin, blk, layout, 0);
           Driver& d = Driver::get();
-          make_primary_current(d, device_slot(device));
+          ContextGuard context(d, device_slot(device));
           CaptureRelax relax(d, stream);
           swizzle_scales(lin, blk, layout, stream);
         },
