@@ -98,14 +98,12 @@ def test_cuda_graph_capture_replay_with_new_inputs():
         c = mxt.nvfp4_quantize(x, "te", "blocked")  # workspace from torch's graph pool
         return (*a, *b, *c)
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        step(x)  # warm-up: compiles and loads
-    torch.cuda.current_stream().wait_stream(s)
+    mxt.warmup([(step, x)])  # compiles and loads on a side stream
+    compiles = mxjit.cache_stats()["compiles"]
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         outs = step(x)
+    assert mxjit.cache_stats()["compiles"] == compiles  # nothing compiled inside the capture
     for seed in (7, 8):
         new = rand((512, 256), seed=seed)
         x.copy_(new)
