@@ -28,11 +28,16 @@ struct Tune {
   int cluster = 0, stages = 0;
 };
 
-detail::Tuning to_tuning(const Tune& t) {
-  detail::Tuning r;
-  r.tile_r = t.tile_r, r.tile_c = t.tile_c, r.threads = t.threads, r.min_blocks = t.min_blocks, r.hoist = t.hoist;
-  r.col_w = t.col_w, r.unroll = t.unroll, r.force_tiled = t.force_tiled, r.cluster = t.cluster, r.stages = t.stages;
-  return r;
+// The schedule of a Tune (written in the words of generator 23's positional tuning, so that the
+// list stays the same across the rename): a tile or force_tiled asks for the tiled kernel; unroll
+// was the direct kernel's chunks per thread and the jagged kernel's rows in flight.
+Schedule to_schedule(const Tune& t, bool jagged) {
+  Schedule s;
+  if (t.force_tiled || (!jagged && (t.tile_r || t.tile_c))) s.kernel = KernelKind::tiled;
+  s.tile_rows = t.tile_r, s.tile_cols = t.tile_c, s.threads = t.threads, s.ctas_per_sm = t.min_blocks, s.hoist_loads = t.hoist;
+  s.rows_per_thread = t.col_w, s.cluster = t.cluster, s.stages = t.stages;
+  (jagged ? s.rows_in_flight : s.chunks_per_thread) = t.unroll;
+  return s;
 }
 
 std::string tune_name(const Tune& t) {
@@ -255,7 +260,7 @@ int main(int argc, char** argv) {
       const fs::path base = fs::path(argv[1]) / j.arch / j.v->name;
       try {
         detail::CompileOptions o;
-        o.tuning = to_tuning(j.v->tune);
+        o.schedule = to_schedule(j.v->tune, j.v->name.starts_with("jagged"));
         const detail::CompiledKernel k = detail::compile(j.v->p, Target::parse(j.arch), j.v->sc, o);
         std::ofstream(base.string() + ".cubin", std::ios::binary) << k.cubin;
       } catch (const UsageError& e) {

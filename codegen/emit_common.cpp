@@ -36,8 +36,6 @@ bool has_grouped_layout(const Pipeline& p) {
   return false;
 }
 
-int grouped_param_words(const Pipeline& p) { return has_grouped_layout(p) ? int(p.inputs().size()) : 0; }
-
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
                                 const std::string& val, const std::string& indent, const std::string& ptr) {
   const Output& out = x.p.outputs().at(size_t(o));
@@ -89,7 +87,7 @@ std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::st
   return indent_lines(s, indent);
 }
 
-std::string fmt_args(const ElemFormat& f) {
+std::string format_args(const ElemFormat& f) {
   int spec = f.specials == Specials::none ? 0 : (f.specials == Specials::fn ? 1 : 2);
   return fmt::format("{}, {}, {}, {}", f.is_int ? 1 : f.ebits, f.mbits, spec, f.is_int ? "true" : "false");
 }
@@ -105,7 +103,7 @@ void emit_banner(Ctx& x) {
     x.out += "//   " + text.substr(pos, nl - pos) + "\n";
     pos = nl == std::string::npos ? text.size() : nl + 1;
   }
-  x.out += "// " + x.plan.str() + "\n";
+  x.out += "// plan\n" + indent_lines(x.plan.str() + "\n", "//   ");
   x.out += "// ====================================================================================\n";
   x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n#define MXJIT_HW_FP8 {}\n#define MXJIT_HW_BF16X2 {}\n",
                        x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp8() ? 1 : 0,
@@ -122,15 +120,25 @@ void emit_banner(Ctx& x) {
 }
 
 void emit_params(Ctx& x) {
-  const int ni = int(x.p.inputs().size()), no = int(x.p.outputs().size()), r = x.plan.rank;
-  x.out += "// Kernel parameters: every field 8 bytes, filled by the launcher in this order.\n";
+  const int r = x.plan.rank;
+  x.out += "// Kernel parameters: every field 8 bytes, filled by the launcher in this order (Plan::params).\n";
   x.out += "struct MxParams {\n";
-  x.out += fmt::format("  const void* in[{}];\n  void* out[{}];\n  mx_i64 shape[{}];\n", ni, no, r);
-  x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n  mx_i64 out_stride[{}][{}];\n  mx_i64 out_shape[{}][{}];\n", ni,
-                       r, no, r, no, r);
-  x.out += "  mx_i64 tiles_r, tiles_c;\n  const void* aux;  // NVFP4: the pre-pass tensor amax (FP32), else null\n";
-  if (has_grouped_layout(x.p))
-    x.out += fmt::format("  mx_i64 in_extent[{}];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)\n", ni);
+  for (const ParamLayout::Field& f : x.plan.params.fields) {
+    switch (f.what) {
+      case Param::in: x.out += fmt::format("  const void* in[{}];\n", f.words); break;
+      case Param::out: x.out += fmt::format("  void* out[{}];\n", f.words); break;
+      case Param::shape: x.out += fmt::format("  mx_i64 shape[{}];\n", f.words); break;
+      case Param::in_stride: x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n", f.words / r, r); break;
+      case Param::out_stride: x.out += fmt::format("  mx_i64 out_stride[{}][{}];\n", f.words / r, r); break;
+      case Param::out_shape: x.out += fmt::format("  mx_i64 out_shape[{}][{}];\n", f.words / r, r); break;
+      case Param::tiles_r: x.out += "  mx_i64 tiles_r;\n"; break;
+      case Param::tiles_c: x.out += "  mx_i64 tiles_c;\n"; break;
+      case Param::aux: x.out += "  const void* aux;  // the workspace: NVFP4's pre-pass tensor amax (FP32), else null\n"; break;
+      case Param::in_extent:
+        x.out += fmt::format("  mx_i64 in_extent[{}];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)\n", f.words);
+        break;
+    }
+  }
   x.out += "};\n\n";
 }
 
@@ -161,7 +169,7 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n) {
     std::string code_off = x.in_offset(kc, "r", "c", fp4 ? ba : -1, 2);
     std::string code = fmt::format("mx_u32(mx_ld_u8(P.in[{}], {}))", kc, code_off);
     if (fp4) code = fmt::format("(({} & 1) ? ({} >> 4) : ({} & 15u))", x.idx(ba, "r", "c"), code, code);
-    std::string dv = fmt::format("mx_decode<{}>({})", fmt_args(n->elem), code);
+    std::string dv = fmt::format("mx_decode<{}>({})", format_args(n->elem), code);
     std::string s_off = x.in_offset(ks, "r", "c", ba, bs);
     return fmt::format("({} * {})", dv, dequant_scale_value(n->scale_format, ks, s_off));
   }
@@ -244,20 +252,22 @@ std::string stored_scale(const Output& out, const std::string& suffix) {
   return fmt::format("mx_u8(byte{})", suffix);
 }
 
-const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
+const char* hw_pair_fn(const Ctx& x, const NodePtr& q) { return hw_pair_fn(x.target, q); }
+
+const char* hw_pair_fn(const Target& target, const NodePtr& q) {
   if (q->round != Round::nearest_even) return nullptr;
-  if (x.target.hw_fp8() && q->elem == e4m3) return "mx_cvt_e4m3x2";
-  if (x.target.hw_fp8() && q->elem == e5m2) return "mx_cvt_e5m2x2";
-  if (x.target.hw_fp4_fp6() && q->elem == e2m1) return "mx_cvt_e2m1x2";
-  if (x.target.hw_fp4_fp6() && q->elem == e2m3) return "mx_cvt_e2m3x2";
-  if (x.target.hw_fp4_fp6() && q->elem == e3m2) return "mx_cvt_e3m2x2";
+  if (target.hw_fp8() && q->elem == e4m3) return "mx_cvt_e4m3x2";
+  if (target.hw_fp8() && q->elem == e5m2) return "mx_cvt_e5m2x2";
+  if (target.hw_fp4_fp6() && q->elem == e2m1) return "mx_cvt_e2m1x2";
+  if (target.hw_fp4_fp6() && q->elem == e2m3) return "mx_cvt_e2m3x2";
+  if (target.hw_fp4_fp6() && q->elem == e3m2) return "mx_cvt_e3m2x2";
   // No FP4/FP6 cvt (sm_89, sm_90): exact emulations, far fewer instructions than mx_encode_rne.
   // Under an E8M0 scale every NaN sits in a NaN block, whose codes the callers overwrite (the
   // codes come from the values the scale's amax saw), so the NaN tests can go.
   const bool e8m0 = q->args[1]->scale_format == ScaleFormat::e8m0;
   if (q->elem == e2m1) return e8m0 ? "mx_e2m1x2_fma_finite" : "mx_e2m1x2_fma";
-  if (x.target.hw_fp8() && q->elem == e2m3) return e8m0 ? "mx_e2m3x2_via_e4m3_finite" : "mx_e2m3x2_via_e4m3";
-  if (x.target.hw_fp8() && q->elem == e3m2) return e8m0 ? "mx_e3m2x2_via_e5m2_finite" : "mx_e3m2x2_via_e5m2";
+  if (target.hw_fp8() && q->elem == e2m3) return e8m0 ? "mx_e2m3x2_via_e4m3_finite" : "mx_e2m3x2_via_e4m3";
+  if (target.hw_fp8() && q->elem == e3m2) return e8m0 ? "mx_e3m2x2_via_e5m2_finite" : "mx_e3m2x2_via_e5m2";
   if (q->elem == int8 && e8m0) return "mx_int8x2_finite";
   return nullptr;
 }
@@ -265,8 +275,8 @@ const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
 int nan_code(const ElemFormat& f) { return f.has_nan() ? (1 << (f.bits() - 1)) - 1 : 0; }
 
 std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, const std::string& rnd) {
-  if (q->round == Round::stochastic) return fmt::format("mx_encode_sw<{}>({}, true, {})", fmt_args(q->elem), val, rnd);
-  return fmt::format("mx_encode_rne<{}>({})", fmt_args(q->elem), val);
+  if (q->round == Round::stochastic) return fmt::format("mx_encode_sw<{}>({}, true, {})", format_args(q->elem), val, rnd);
+  return fmt::format("mx_encode_rne<{}>({})", format_args(q->elem), val);
 }
 
 // Whether scale s is NVFP4's torchao convention, which clamps the scaled values to [-6, 6].
@@ -277,7 +287,7 @@ static bool torchao_clamp(const Ctx& x, int s) {
 
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
 // times scale s's multiplier, the NVFP4 torchao clamp.
-static std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
+static std::string encoder_input(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
                    const std::string& ind, const std::string& mult, bool clamp = true) {
   std::string r = fmt::format("{}float {} = {};\n", ind, out, in);
   if (q->flush_subnormals)
@@ -310,9 +320,11 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
   };
   bool eight = false;
   if (pair_fn) {
-    eight = !signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma";
+    eight = !signs8.empty();  // the plan's eight_at_once (DirectPlan)
+    if (eight && (per_column || n != 8 || std::string(pair_fn) != "mx_e2m1x2_fma"))
+      throw Error("mxjit internal: eight E2M1 codes at once need 8 codes of one NVFP4 scale through mx_e2m1x2_fma");
     x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
-    x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e"), !eight) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
+    x.out += encoder_input(x, q, s, src + "[e]", "y_", ind + "  ", mult("e"), !eight) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
     // Eight codes at once where no y is NaN and the multiplier's sign is clear (so y has its
     // input's sign, which signs8 reads): no NaN tests, one shift per pair. Both conventions give
     // a block holding a NaN or an infinity a NaN multiplier: its amax is NaN (then so is the
@@ -341,7 +353,7 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     // encoder's results directly into words miscompared on the H200 and is not used.)
     x.out += fmt::format("{0}mx_u32 code[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; e += 2) {{\n", ind, n);
     for (int h = 0; h < 2; ++h) {
-      x.out += scaled(x, q, s, fmt::format("{}[e + {}]", src, h), fmt::format("y{}", h), ind + "  ", mult(fmt::format("e + {}", h)));
+      x.out += encoder_input(x, q, s, fmt::format("{}[e + {}]", src, h), fmt::format("y{}", h), ind + "  ", mult(fmt::format("e + {}", h)));
       if (q->round == Round::stochastic)
         x.out += fmt::format("{}  const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", ind, h, lin(h), q->offset, q->seed);
     }
@@ -479,7 +491,8 @@ void emit_tile_scales(Ctx& x, int o) {
   else x.out += fmt::format("    const mx_i64 ext_r = P.out_shape[{}][{}];\n", o, pl.ax_r);
   x.out += fmt::format("    const mx_i64 ext_c = P.out_shape[{}][{}];\n", o, pl.ax_c);
   // A whole tile (checked before the last tiles grow over a blocked layout's padding below).
-  const int64_t full_r = pl.ax_r >= 0 ? pl.tile_r / br : 1, full_c = pl.tile_c / bc;
+  const auto [tile_r, tile_c] = pl.tile();
+  const int64_t full_r = pl.ax_r >= 0 ? tile_r / br : 1, full_c = tile_c / bc;
   x.out += fmt::format("    const bool whole = nsr == {} && nsc == {};\n    (void)whole;\n", full_r, full_c);
   int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
   if (out.layout.is_blocked()) {
@@ -521,7 +534,7 @@ void emit_tile_scales(Ctx& x, int o) {
     for (int a = 0; a < pl.rank; ++a) offset += fmt::format("{}{} * P.out_stride[{}][{}]", offset.empty() ? "" : " + ", sidx(a), o, a);
   }
   x.out += frame;
-  const int64_t lb_row = pl.tile_c / bc;  // scales per tile row in shared memory
+  const int64_t lb_row = tile_c / bc;  // scales per tile row in shared memory
   // Whole tiles of byte scales: 4 neighbours along the inner axis per thread, one 4-byte store
   // (their bytes are adjacent: unit stride for linear, one atom row for blocked), and the scale
   // indices from compile-time extents (shifts, not divisions). Other tiles: one byte per thread.

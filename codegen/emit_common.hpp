@@ -78,7 +78,7 @@ std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::st
 /// The FP32 value of a dequantize scale stored in format f, read from input k at `offset`.
 std::string dequant_scale_value(ScaleFormat f, int k, const std::string& offset);
 /// Template arguments of mx_encode_sw / mx_encode_rne / mx_decode for a format.
-std::string fmt_args(const ElemFormat& f);
+std::string format_args(const ElemFormat& f);
 /// The banner (pipeline, hash, plan, target) and the embedded templates.
 void emit_banner(Ctx& x);
 /// The MxParams struct.
@@ -101,7 +101,7 @@ std::string tamax_decl(const Ctx& x, bool tables = false);
 /// The name of scale s's per-CTA multiplier table (see tamax_decl).
 std::string mult_table(int s);
 /// True when an output of `p` has a grouped scale layout (Layout::grouped_blocked_128x4): its
-/// kernel then carries the prelude's grouped section and MxParams::in_extent.
+/// kernel then includes mx_grouped.cuh and carries MxParams::in_extent.
 bool has_grouped_layout(const Pipeline& p);
 /// Statements (each line prefixed by `indent`) storing the byte scale `val` of output `o`, whose
 /// layout is grouped_blocked_128x4, at scale index `s_r` along the tile axis ax_r and `s_c`
@@ -118,8 +118,8 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
 /// along an axis also writes the zero padding of a blocked layout. Expects tr, tc, the tile's
 /// origin r0, c0 and valid extents nr, nc, and bi<a> of batch axes, in scope.
 void emit_tile_scales(Ctx& x, int o);
-/// The whole grouped (jagged groups) kernel body.
-void emit_grouped_kernel(Ctx& x);
+/// The whole jagged (jagged groups of rows) kernel body.
+void emit_jagged_kernel(Ctx& x);
 /// The whole columns kernel body (dim1 / per-expert / fused casts of a 2-byte input, registers only).
 void emit_columns_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
@@ -128,6 +128,8 @@ void emit_direct_kernel(Ctx& x);
 /// cvt, or an exact emulation built on FP8 cvt / FMA for FP4 and FP6 without one (sm_89, sm_90);
 /// nullptr where the software encoder runs (INT8, stochastic rounding, FP6 before sm_89).
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q);
+/// hw_pair_fn on `target`.
+const char* hw_pair_fn(const Target& target, const NodePtr& q);
 /// The code a NaN block's elements get: the format's NaN (S=0, all ones) or 0 without one.
 int nan_code(const ElemFormat& f);
 /// The codes of src[0..n) (values; scaled here by scale s's multiplier with q's flush and the
@@ -137,9 +139,9 @@ int nan_code(const ElemFormat& f);
 /// (the Philox counter; only used for stochastic rounding). With `per_column`, every element has
 /// its own scale: multipliers `mult<s>[e]`, and the flags come as per-word masks `keep<s>[w]`
 /// (0xff.. where codes stand) and `fill<s>[w]` (the zero or NaN codes of flagged elements).
-/// `signs8`, when given for 8 E2M1 codes under a scale that is not E8M0 (NVFP4) on a target
-/// without the FP4 cvt: the C expression of the inputs' sign bits at 4e + 3 (see
-/// mx_e2m1x8_f32_finite), which enables the eight-at-once path for finite multipliers.
+/// `signs8`, given where the plan chose eight at once (DirectPlan::eight_at_once: 8 E2M1 codes
+/// under an NVFP4 scale without the FP4 cvt): the C expression of the inputs' sign bits at 4e + 3
+/// (see mx_e2m1x8_f32_finite); the eight-at-once path then serves finite multipliers.
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
                        const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false,
                        const std::string& signs8 = {});

@@ -1,4 +1,4 @@
-// The grouped kernel: jagged groups along ax_r (MoE token groups from a device offsets array,
+// The jagged kernel: jagged groups along ax_r (MoE token groups from a device offsets array,
 // no host synchronisation). One CTA per (group, 256 columns); each thread owns one column:
 // pass 1 reads the group's rows for the column amax, pass 2 reads them again and writes codes.
 // A last "group" G covers the rows past the final end (their codes are 0, as in the reference).
@@ -29,7 +29,7 @@ void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind)
 }
 
 // The scalar kernel: one thread per column, one element per load (any strides and types).
-void emit_grouped_scalar(Ctx& x) {
+void emit_jagged_scalar(Ctx& x) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
   const int koff = x.p.input_index(block_of(sn).offsets);
@@ -106,14 +106,14 @@ void emit_grouped_scalar(Ctx& x) {
 //   pass 2: the cached rows from smem, the rest read again (mostly from L2), codes stored 8 at a
 //   time.
 // Two passes are inherent (a group's scale needs all its rows first). The shared-memory row cache
-// is also what caps CTAs per SM (Plan::min_blocks): few CTAs in flight keep the re-read rows in L2.
+// is also what caps CTAs per SM (Plan::ctas_per_sm): few CTAs in flight keep the re-read rows in L2.
 // With the cache filled asynchronously, a CTA has its whole cache in flight (2 CTAs x ~105 KB per
 // SM by default) where loads through registers held U rows (32 KB per CTA).
 //
 //   shared memory: [ cache: tile_r rows x W inputs ][ red: warps x W maxima ][ mult: W ][ flag: W ]
 //                  [ part: W maxima, with a cluster ]
 //
-// With a cluster of K CTAs (Plan::cluster, sm_90+), the K CTAs of one (group, W columns) split
+// With a cluster of K CTAs (JaggedPlan::cluster, sm_90+), the K CTAs of one (group, W columns) split
 // the group's rows into K contiguous parts; each runs both passes over its part, and between them
 // every CTA reads the K partial column maxima from the others' shared memory (DSMEM):
 //
@@ -122,7 +122,7 @@ void emit_grouped_scalar(Ctx& x) {
 //                                                        pass 2 over part q (rank 0 stores scales)
 // Each CTA then caches a K-th of the group, so K times more CTAs fit an SM: pass-1 loads of some
 // overlap pass-2 stores of others.
-void emit_grouped_vector(Ctx& x) {
+void emit_jagged_vector(Ctx& x) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
   const int koff = x.p.input_index(block_of(sn).offsets);
@@ -132,16 +132,16 @@ void emit_grouped_vector(Ctx& x) {
     if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   const bool f32 = dt == DType::f32;
-  const int W = pl.tile_c, TC = W / 8, RL = pl.threads / TC, U = pl.unroll, NW = f32 ? 8 : 4, CR = pl.tile_r;
+  const JaggedPlan& jp = pl.jagged();
+  const int W = jp.cols_per_cta, TC = W / 8, RL = pl.threads / TC, U = jp.rows_in_flight, NW = f32 ? 8 : 4, CR = jp.cached_rows;
   const int TCW = TC * NW / 4;  // 16-byte chunks per cached row
   const int NWARP = pl.threads / 32;
-  // Cached rows per loop step: 4, or 2 within 64 registers (more CTAs per SM), where 4 spill f16.
-  const int CU = pl.min_blocks <= 2 ? 4 : 2;
+  const int CU = jp.cached_rows_per_step;
   const std::string ix = fmt::format("ix{}", ar);
-  const int K = pl.cluster;
+  const int K = jp.cluster;
   const std::string cdims = K > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", K) : "";
   x.out += fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}, {}) {}(const MxParams P) {{\n", cdims, pl.threads,
-                       pl.min_blocks, pl.kernel_name);
+                       pl.ctas_per_sm, pl.kernel_name);
   x.out += "  extern __shared__ float4 mx_smem4[];\n";
   x.out += fmt::format("  mx_v16* const cache = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}]: the group's first rows\n", CR,
                        TC * NW / 4);
@@ -395,9 +395,9 @@ void emit_grouped_vector(Ctx& x) {
 
 }  // namespace
 
-void emit_grouped_kernel(Ctx& x) {
-  if (x.plan.col_w == 8) emit_grouped_vector(x);
-  else emit_grouped_scalar(x);
+void emit_jagged_kernel(Ctx& x) {
+  if (x.plan.jagged().vector) emit_jagged_vector(x);
+  else emit_jagged_scalar(x);
 }
 
 }  // namespace mxjit::detail

@@ -27,7 +27,7 @@ StrideClass default_stride_class(const Pipeline& p) {
 }
 
 CompiledKernel compile(const Pipeline& p, const Target& target, const StrideClass& sc, const CompileOptions& options) {
-  GeneratedKernel g = generate(p, target, sc, options.tuning);
+  GeneratedKernel g = generate(p, target, sc, options.schedule, options.fit);
   CompiledKernel k;
   k.source = std::move(g.source);
   k.plan = g.plan;
@@ -42,8 +42,8 @@ CompiledKernel compile(const Pipeline& p, const Target& target, const StrideClas
   cache::DiskCache& disk = disk_cache();
   if (cacheable) {
     if (auto hit = disk.get(k.content_key)) {
+      // The plan is the generated one: the key covers the source, which the plan shaped.
       k.cubin = std::move(hit->blob);
-      k.plan = Plan::parse(hit->meta);
       k.from_disk = true;
       return k;
     }

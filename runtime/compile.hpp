@@ -25,7 +25,8 @@ struct CompiledKernel {
 struct CompileOptions {
   bool want_ptx = false;        ///< also produce PTX (forces an NVRTC compile; not cached)
   bool resource_usage = false;  ///< ptxas -v report in the log (forces an NVRTC compile)
-  Tuning tuning;                ///< plan parameters (0 = defaults)
+  Schedule schedule;            ///< the schedule (unset fields: defaults)
+  Fit fit = Fit::exact;         ///< how strictly the schedule must apply (make_plan)
 };
 
 /// The process-wide disk cache (opened on first use from the environment; never null).

@@ -161,7 +161,7 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
 }
 
 #if __CUDA_ARCH__ >= 900
-// Thread-block clusters (sm_90+; the grouped kernel with Plan::cluster > 1). Every thread of every
+// Thread-block clusters (sm_90+; the jagged kernel with JaggedPlan::cluster > 1). Every thread of every
 // CTA of the cluster calls the barriers. arrive + wait = a cluster-wide barrier whose release /
 // acquire makes shared-memory writes before it visible to the other CTAs' reads after it.
 MX_D void mx_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
