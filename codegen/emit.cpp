@@ -22,7 +22,7 @@ void emit_prologue(Ctx& x) {
   int64_t off = 0;
   const int64_t tile_floats = int64_t(tp.tile_rows) * tp.row_stride;
   for (size_t k = 0; k < x.v.roots.size(); ++k, off += tile_floats)
-    x.out += fmt::format("  float* const tile{} = mx_smem + {};\n", k, off);
+    x.out += fmt::format("  float* const tile{} = {};\n", k, off ? fmt::format("mx_smem + {}", off) : "mx_smem");
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const BlockSpec& b = block_of(x.v.scales[s]);
     int64_t nb = (tp.tile_rows / (pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1)) * (tp.tile_cols / b.size_along(pl.ax_c));
@@ -144,12 +144,12 @@ void emit_scales(Ctx& x) {
     const int64_t nbc = tp.tile_cols / bc, nb = (tp.tile_rows / br) * nbc;
     const int root = x.v.scale_root[s];
     x.out += fmt::format("  for (int lb = threadIdx.x; lb < {}; lb += {}) {{\n", nb, pl.threads);
-    x.out += fmt::format("    const int rb = lb / {0}, cb = lb % {0};\n    mx_u32 m = 0u;\n", nbc);
+    x.out += fmt::format("    const int rb = {}, cb = {};\n    mx_u32 m = 0u;\n", over("lb", nbc), modulo("lb", nbc));
     // Rotate the start column by the lane so that threads of a warp hit different banks.
     x.out += fmt::format("    for (int i = 0; i < {}; ++i)\n      for (int jj = 0; jj < {}; ++jj) {{\n", br, bc);
-    x.out += fmt::format("        const int j = (jj + int(threadIdx.x)) & {};\n", bc - 1);
+    x.out += bc == 1 ? "        const int j = 0;\n" : fmt::format("        const int j = (jj + int(threadIdx.x)) & {};\n", bc - 1);
     x.out += fmt::format("        mx_u32 u = mx_bits({}) & 0x7fffffffu;\n",
-                         tile_at(tp, root, fmt::format("rb * {} + i", br), fmt::format("cb * {} + j", bc)));
+                         tile_at(tp, root, times("rb", br) + " + i", times("cb", bc) + " + j"));
     if (x.v.scale_flush[s]) x.out += "        if (u < 0x00800000u) u = 0u;\n";
     x.out += "        m = u > m ? u : m;\n      }\n";
     x.out += scale_from_amax(sn, "    ");
@@ -180,11 +180,12 @@ void emit_chunk_loop_head(Ctx& x, const Chunking& ch) {
 
 // r and c of element e of the chunk.
 std::pair<std::string, std::string> chunk_rc(const Chunking& ch, const std::string& e) {
-  if (ch.along_c) return {"r", fmt::format("(cw + {})", e)};
-  return {fmt::format("(rw + {})", e), "c"};
+  const std::string at = e == "0" ? std::string() : " + " + e;
+  if (ch.along_c) return {"r", at.empty() ? "cw" : "(cw" + at + ")"};
+  return {at.empty() ? "rw" : "(rw" + at + ")", "c"};
 }
 
-// Phase 4: quantized elements, chunk by chunk, packed and stored 16 bytes at a time.
+// Phase 3, a code output: quantized elements, chunk by chunk, packed and stored 16 bytes at a time.
 void emit_elems(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const TiledPlan& tp = pl.tiled();
@@ -208,7 +209,7 @@ void emit_elems(Ctx& x, int o) {
   const int nan = nan_code(q->elem);
   const char* pair_fn = hw_pair_fn(x, q);
   const bool hw_pair = pair_fn != nullptr;
-  x.out += fmt::format("  // Phase 4: output '{}' ({} codes, innermost axis {}).\n", out.name, q->elem.str(), inner);
+  x.out += fmt::format("  // Output '{}' ({} codes, innermost axis {}).\n", out.name, q->elem.str(), inner);
   emit_chunk_loop_head(x, ch);
   x.out += fmt::format("    mx_u32 code[{}];\n", ch.w);
   x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; e += 2) {{\n", ch.w);
@@ -218,7 +219,8 @@ void emit_elems(Ctx& x, int o) {
     x.out += fmt::format("      float x{} = {};\n", h, tile_at(tp, root, "er" + std::to_string(h), "ec" + std::to_string(h)));
     if (q->flush_subnormals)
       x.out += fmt::format("      if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
-    x.out += fmt::format("      const int lb{0} = (er{0} / {1}) * {2} + (ec{0} / {3});\n", h, br, tp.tile_cols / bc, bc);
+    x.out += fmt::format("      const int lb{0} = {1} + {2};\n", h, times(over("er" + std::to_string(h), br), tp.tile_cols / bc),
+                         over("ec" + std::to_string(h), bc));
     x.out += fmt::format("      const mx_u32 flag{0} = s{1}_info[lb{0}] >> 8;\n", h, si);
     x.out += fmt::format("      float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
     if (x.v.scales[size_t(si)]->scale_format == ScaleFormat::e4m3 && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
@@ -252,7 +254,7 @@ void emit_elems(Ctx& x, int o) {
   if (nwords % 4 == 0) {
     x.out += "      if (full && mx_aligned16(base + off)) {\n";
     for (int i = 0; i < nwords / 4; ++i)
-      x.out += fmt::format("        mx_st16(base + off + {0}, mx_v16{{w[{1}], w[{2}], w[{3}], w[{4}]}});\n", 16 * i, 4 * i, 4 * i + 1,
+      x.out += fmt::format("        mx_st16({0}, mx_v16{{w[{1}], w[{2}], w[{3}], w[{4}]}});\n", plus("base + off", 16 * i), 4 * i, 4 * i + 1,
                            4 * i + 2, 4 * i + 3);
   } else {  // 8 codes (8 rows per thread): one 8-byte store
     x.out += "      if (full && (reinterpret_cast<mx_u64>(base + off) & 7u) == 0) {\n";
@@ -267,7 +269,7 @@ void emit_elems(Ctx& x, int o) {
                        fp4 ? "(code[e] & 15u) | ((code[e + 1] & 15u) << 4)" : "code[e]");
 }
 
-// Phase 5: plain values (bf16/f16/f32) and tensor amax.
+// Phase 3, a values or amax output: plain values (bf16/f16/f32) and the tensor amax.
 void emit_values(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const TiledPlan& tp = pl.tiled();
@@ -277,7 +279,7 @@ void emit_values(Ctx& x, int o) {
   Chunking ch{inner != pl.ax_r, 1};
   const char* st = out.dtype == DType::f32 ? "float" : "mx_u16";
   const char* cv = out.dtype == DType::f32 ? "" : out.dtype == DType::bf16 ? "mx_u16(mx_f32_to_bf16_bits" : "mx_u16(mx_f32_to_f16_bits";
-  x.out += fmt::format("  // Phase 5: values '{}'.\n", out.name);
+  x.out += fmt::format("  // Values '{}'.\n", out.name);
   emit_chunk_loop_head(x, ch);
   auto [r, c] = chunk_rc(ch, "0");
   x.out += fmt::format("    const int rr = {}, cc = {};\n    if (rr < nr && cc < nc) {{\n", r, c);
@@ -290,7 +292,7 @@ void emit_amax(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const TiledPlan& tp = pl.tiled();
   const int root = x.v.output_index[size_t(o)];
-  x.out += fmt::format("  // Phase 5: tensor amax '{}'.\n  {{\n    mx_u32 m = 0u;\n", x.p.outputs()[size_t(o)].name);
+  x.out += fmt::format("  // Tensor amax '{}'.\n  {{\n    mx_u32 m = 0u;\n", x.p.outputs()[size_t(o)].name);
   x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", tp.tile_rows * tp.tile_cols, pl.threads);
   x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", tp.tile_cols);
   x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n      m = u > m ? u : m;\n    }}\n", tile_at(tp, root, "r", "c"));
@@ -366,6 +368,7 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
       emit_prologue(x);
       emit_load(x);
       emit_scales(x);
+      x.out += "  // Phase 3: the outputs, in order.\n";
       for (int o = 0; o < int(p.outputs().size()); ++o) {
         switch (p.outputs()[size_t(o)].kind) {
           case OutputKind::scales: emit_tile_scales(x, o); break;
@@ -376,7 +379,7 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
       }
       x.out += "}\n";
   }
-  return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
+  return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", kernel_headers(p), plan};
 }
 
 }  // namespace mxjit::detail

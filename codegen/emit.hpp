@@ -4,6 +4,7 @@
 /// text form and hash), the plan and the schedule, and uses stable names so that two runs generate
 /// byte-identical text.
 #include <string>
+#include <vector>
 
 #include "codegen/plan.hpp"
 
@@ -14,6 +15,7 @@ struct GeneratedKernel {
   std::string source;
   std::string kernel_name;
   std::string file_name;  ///< e.g. "mxjit_columns_dim1_e4m3_rceil_bf16_0123abcd.cu" (logs, dumps, overrides)
+  std::vector<std::string> headers;  ///< the templates/ headers the source includes by name
   Plan plan;
 };
 

@@ -17,9 +17,7 @@
 //                                                a warp 64 x 32)
 //
 // Column-wise output: lanes 0..7 store rows 0..127 (0..63) of one column = one (half) 128-byte
-// line per column. Measured on an H200 (hand-written twin of this kernel, 16384^2 bf16 -> MXFP8
-// dim1): 92% of copy bandwidth, against 40-45% when each column got only 32 contiguous bytes per
-// warp store.
+// line per column (whole lines: docs/perf-log.md#columns-column-stores).
 //
 // Two paths: warps whose tiles are whole and whose code stores are aligned (the fast path: no
 // guards, output pointers stepped by their strides) and the rest (tails, guarded loads and
@@ -43,8 +41,8 @@
 //
 // The barrier before the staged scales' write-out also frees the slot for the copies issued at
 // the next tile's start; the staged scales alternate between two buffers by tile; staged
-// dim0+dim1 codes take a second barrier per tile. Not the default: measured slower on an H200
-// (plan.cpp says why).
+// dim0+dim1 codes take a second barrier per tile. Not the default: measured slower
+// (docs/perf-log.md#columns-pipelined).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -172,10 +170,7 @@ std::string codes_aligned(const Ctx& x, int bytes = 0) {
 // dim0+dim1 (a row-wise scale, 8 rows per thread, 128 x 128 tiles, 8-byte code stores): each
 // whole tile's codes are staged in shared memory and leave as whole 128-byte lines, a row (or a
 // column) per half-warp. Stored straight from the registers, a warp's store wrote 8 rows x 32
-// bytes (4 columns x 64 bytes): 13.0 M L2 write requests for 19.1 M sectors at 16384^2, the L2
-// tag lookups 69% busy (Nsight Compute, H200). Staged: 6.4 M requests, tags 51% busy, 332.5 ->
-// 322.9 us with linear scales (blocked: 314.8 -> 315.8; the kernel stays bound by its loads'
-// latency at 50% occupancy).
+// bytes (4 columns x 64 bytes): twice the L2 write requests (docs/perf-log.md#columns-staged-codes).
 //
 //   q<o>_tile: 128 lines (rows of row-wise codes, columns of column-wise codes) of 128 bytes.
 //   An 8-byte store is served a half-warp at a time, so the 16 lanes of a half-warp must fall
@@ -405,13 +400,8 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
   std::string o = fmt::format("{}unsigned t_ = {};\n", ind, t);
   if (cols(x).rowwise_scale) {
     // Column tiles run fastest: a row-wise scale gives each tile 4 bytes of every row of linear
-    // scales, so the 8 tiles sharing a 32-byte sector are neighbours in launch order (measured on
-    // an H200, dim0+dim1 linear: 338 -> 334 us at 16384^2, 115 -> 111 us at 16640x5120).
-    // Those 128 partial-sector writes a tile cost ~20 us at 16384^2 (blocked: 295.5). Thread-block
-    // clusters of 2 or 4 neighbouring tiles, each CTA writing a share of the rows 8 or 16 bytes
-    // wide gathered through distributed shared memory, measured slower: 354.4 / 359.7 us against
-    // 314.6 (blocked 348.8 / 358.8 against 295.5), all of it the two cluster barriers per tile
-    // (the cluster launch without them: 317.1 / 324.1 against 317.0; H200, 2026-11-23).
+    // scales, so the 8 tiles sharing a 32-byte sector are neighbours in launch order
+    // (docs/perf-log.md#columns-tile-order; clusters of neighbouring tiles measured slower).
     o += fmt::format("{0}const int tc = int(t_ % unsigned(P.tiles_c)); t_ /= unsigned(P.tiles_c);\n"
                      "{0}const int tr = int(t_ % unsigned(P.tiles_r)); t_ /= unsigned(P.tiles_r);\n", ind);
   } else {
@@ -440,8 +430,8 @@ std::string whole_tile(const Ctx& x) {
 // expecting the tile's bytes (none when the tile is not whole: the tail path loads it from
 // global memory, and the phase completes at once), and the first R lanes of each warp copy a
 // row each (R = tile_r / warps) to its padded place (columns_slot_bytes). A bulk copy takes
-// uniform operands, so a warp issues its lanes' copies one after another: all 128 rows from one
-// warp kept it ~5000 cycles per tile while the others waited at the CTA barrier (ncu, H200).
+// uniform operands, so a warp issues its lanes' copies one after another: the rows are spread over
+// the warps (docs/perf-log.md#columns-pipelined).
 void emit_issue(Ctx& x) {
   const Plan& pl = x.plan;
   int k = -1;
@@ -532,10 +522,8 @@ void emit_columns_kernel(Ctx& x) {
   // The fast path: every thread of the warp has whole tiles and every code store is aligned
   // (warp-uniform: both paths shuffle across the warp).
   const std::string fast = "rows_full && cols_full && " + codes_aligned(x);
-  // Staged codes: the CTA takes one path (the copy-out below needs every warp's codes). The
-  // same test without the barrier before the loads (whole_tile, CTA-uniform) measured no faster
-  // (H200, dim0+dim1 blocked 16384^2, 4 interleaved rounds: 287.2-289.0 against 287.8-288.4 us)
-  // and left ptxas 40 bytes of spills in the tail path, against 20.
+  // Staged codes: the CTA takes one path (the copy-out below needs every warp's codes; a
+  // CTA-uniform test without the barrier was no faster: docs/perf-log.md#columns-cta-path).
   // Pipelined: `fast` is whole(t_r0, t_c0), declared above (CTA-uniform).
   if (pipe) x.out += ind + "if (fast) {\n";
   else if (stage_codes) x.out += fmt::format("{}const bool fast = __syncthreads_and({});\n{}if (fast) {{\n", ind, fast, ind);
@@ -546,11 +534,8 @@ void emit_columns_kernel(Ctx& x) {
   x.out += ind + "}\n";
   // Pipelined: this barrier also frees the tile's ring slot for the copies issued next.
   if (pipe && staged.empty() && !stage_codes) x.out += ind + "__syncthreads();\n";
-  // sm_90+ with blocked scales: whole tiles' staged lines leave as bulk copies. With linear
-  // scales the bulk copies measured slower (H200, 16384^2, 4 interleaved rounds of explore
-  // --rounds 5, a first build whose pad left a 2-way conflict on the row-wise staging stores:
-  // 307.1-308.6 us against 304.2-306.0; blocked 285.4-286.5 against 288.0-289.1), where the
-  // tile's row-wise scales leave as 128 partial-sector stores after the copy.
+  // sm_90+ with blocked scales: whole tiles' staged lines leave as bulk copies (ColumnsPlan::
+  // bulk_copy_out; slower with linear scales: docs/perf-log.md#columns-bulk-copy-out).
   const bool bulk = cols(x).bulk_copy_out;
   if (bulk && int(code_outputs(x).size()) * 128 > pl.threads)
     throw Error(fmt::format("mxjit internal: {} code outputs need {} threads for their bulk copies; the plan has {}",
@@ -586,14 +571,8 @@ void emit_columns_kernel(Ctx& x) {
       x.out += fmt::format("{0}  if (fast && {1}) {{\n", ind, codes_aligned(x, 16));
       if (bulk) {
         // One bulk copy per line (the TMA engine reads the shared bytes): output k's 128 lines
-        // from threads 128k .. 128k + 127. H200, 16384^2, blocked scales: 285.0-286.2 us
-        // against 288.2-289.0 copied by the threads at 16 bytes a lane (5 interleaved rounds
-        // of explore --rounds 5); a microbenchmark of this tile without the arithmetic: 91.2%
-        // of the copy bandwidth against 89.5%. A bulk copy takes uniform operands, so a warp
-        // issues its 32 one lane after another (158 M warp instructions against 126 M); lane 0
-        // of each warp issuing 32 in a loop measured 319-323 us (232 M). The row-wise lines
-        // issued as soon as they are staged (a second barrier, before the column-wise codes are
-        // computed) measured 286.0-287.5 us against 285.5-285.8 (3 interleaved rounds).
+        // from threads 128k .. 128k + 127, spread over the warps (a copy takes uniform operands:
+        // docs/perf-log.md#columns-bulk-copy-out).
         int k = 0;
         for (const CodeOut& co : code_outputs(x)) {
           const std::string r = co.along_r ? "0" : "L", c = co.along_r ? "L" : "0";

@@ -27,8 +27,8 @@ struct Ctx {
   bool direct = false;  // direct (register) kernels name indices ix<axis>, the column `c`
   std::string idx(int axis, const std::string& r, const std::string& c) const {
     if (direct) return axis == plan.ax_c ? c : fmt::format("ix{}", axis);
-    if (axis == plan.ax_c) return fmt::format("(c0 + {})", c);
-    if (axis == plan.ax_r) return fmt::format("(r0 + {})", r);
+    if (axis == plan.ax_c) return c == "0" ? "c0" : fmt::format("(c0 + {})", c);
+    if (axis == plan.ax_r) return r == "0" ? "r0" : fmt::format("(r0 + {})", r);
     return fmt::format("bi{}", axis);
   }
   // Offset of output o at (r, c): sum of index * stride; the FP4 packed axis (if any) is halved.
@@ -61,6 +61,15 @@ struct Ctx {
 };
 
 
+/// Arithmetic on C expressions with constants, folded where the constant makes it an identity, so
+/// that kernels carry no dead code (`* 1`, `/ 1`, `% 1`, `+ 0`, `(x + 1 - 1) / 1`). `e` must be a
+/// primary or parenthesised expression where the result is used inside another operator's operand.
+std::string times(const std::string& e, int64_t k);      ///< e * k ("0" for k = 0, e for k = 1)
+std::string over(const std::string& e, int64_t k);       ///< e / k (e for k = 1)
+std::string modulo(const std::string& e, int64_t k);     ///< e % k ("0" for k = 1)
+std::string ceil_over(const std::string& e, int64_t k);  ///< (e + k - 1) / k (e for k = 1)
+std::string plus(const std::string& e, int64_t k);       ///< e + k (e for k = 0)
+
 /// `text` with every line prefixed by `indent`; with `skip_directives`, preprocessor lines
 /// (`#pragma unroll`) and empty lines are left as they are, as the emitters write them.
 std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives = false);
@@ -79,8 +88,12 @@ std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::st
 std::string dequant_scale_value(ScaleFormat f, int k, const std::string& offset);
 /// Template arguments of mx_encode_sw / mx_encode_rne / mx_decode for a format.
 std::string format_args(const ElemFormat& f);
-/// The banner (pipeline, hash, plan, target) and the embedded templates.
+/// The banner (kernel name, generator, target, stride class, the pipeline's text form and hash,
+/// the schedule and the plan), the target's feature macros and the #includes of kernel_headers.
 void emit_banner(Ctx& x);
+/// The templates/ headers a kernel of `p` includes, in order (mx_grouped.cuh only where an output
+/// has a grouped scale layout).
+std::vector<std::string> kernel_headers(const Pipeline& p);
 /// The MxParams struct.
 void emit_params(Ctx& x);
 /// The C expression of an input-like leaf at element (r, c) (tensor inputs are preloaded x<k>[e]).

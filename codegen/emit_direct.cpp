@@ -269,7 +269,7 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
   RowFrame f;
   // One row axis: its real extent bounds the rows (the grid's padding rows beyond it load nothing).
   const std::string real_rows = pl.direct().pad_rows > 1 && ra.size() == 1 ? fmt::format("P.shape[{}]", ra[0]) : "rows";
-  f.row_ok = fmt::format("{0}const mx_i64 row = row0 + u * {1};\n{0}{2} = row < {3} && slot < slots;\n", ind, pl.direct().row_step, ok, real_rows);
+  f.row_ok = fmt::format("{0}const mx_i64 row = row0 + {1};\n{0}{2} = row < {3} && slot < slots;\n", ind, times("u", pl.direct().row_step), ok, real_rows);
   const std::string n_inner = pl.direct().pad_rows > 1 ? fmt::format("(unsigned(P.shape[{0}]) + {1}u) / {2}u * {2}u", ra.back(), pl.direct().pad_rows - 1, pl.direct().pad_rows)
                                            : fmt::format("unsigned(P.shape[{}])", ra.back());
   if (ra.size() == 1) {
@@ -418,7 +418,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     if (!vec_input(x, int(k)))
       x.out += fmt::format("    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
     else
-      for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], x{} + {});\n", unpack_fn(in.dtype), k, i, k, 4 * i);
+      for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], {});\n", unpack_fn(in.dtype), k, i, plus(fmt::format("x{}", k), 4 * i));
   }
   for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
   // FP8 codes decode eight at a time through the hardware cvt (sm_89+).
@@ -520,12 +520,13 @@ void emit_direct_kernel(Ctx& x) {
   x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
   // With blocked scales the grid also covers their padding (DirectPlan::pad_rows, pad_block_cols): pslots chunk
   // slots per row, and the innermost row axis runs to Rpad; padding chunks load nothing (ok false).
-  x.out += fmt::format("  const unsigned pslots = unsigned((nblk + {0} - 1) / {0} * {0}) * {1}u;\n  (void)pslots;\n", pl.direct().pad_block_cols, G);
+  const int pc = pl.direct().pad_block_cols;
+  x.out += fmt::format("  const unsigned pslots = {} * {}u;\n  (void)pslots;\n",
+                       pc == 1 ? "unsigned(nblk)" : fmt::format("unsigned((nblk + {0} - 1) / {0} * {0})", pc), G);
   x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";
   x.out += fmt::format("  bool ok[{0}];\n  int cc_[{0}];\n", U);
-  // Row indices: 32-bit (extents < 2^31, checked at launch) with 16-byte loads, where that keeps
-  // the blocked and software-encoded casts off local memory at their register caps; 64-bit with
-  // element loads, whose loads ptxas then keeps in flight (H200, 16383x5119: 118 us against 181).
+  // Row indices: 32-bit with 16-byte loads (off local memory at the register caps), 64-bit with
+  // element loads (DirectPlan::wide_rows; docs/perf-log.md#direct-row-indices).
   const bool all_vec = !pl.direct().wide_rows;
   for (int a : row_axes(pl)) x.out += fmt::format("  {} ix{}_[{}];\n", all_vec ? "int" : "mx_i64", a, U);
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {

@@ -178,16 +178,17 @@ void emit_jagged_vector(Ctx& x) {
     if (cached) {
       l += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR);
       for (int h = 0; h < NW / 4; ++h)
-        l += fmt::format("        {{ const mx_v16 v = cache[({} - row_s) * {} + tc * {} + {}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
-                         ix, TC * NW / 4, NW / 4, h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+        l += fmt::format("        {{ const mx_v16 v = cache[{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
+                         plus(fmt::format("({} - row_s) * {} + {}", ix, TC * NW / 4, times("tc", NW / 4)), h), 4 * h, 4 * h + 1, 4 * h + 2,
+                         4 * h + 3);
       l += "      } else ";
     } else {
       l += "      ";
     }
     l += fmt::format("if ({} < row_e && cols_full) {{\n", ix);
     for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("        {{ const mx_v16 v = mx_ld16(p + {0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
-                       4 * h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+      l += fmt::format("        {{ const mx_v16 v = mx_ld16({0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
+                       plus("p", 4 * h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
     l += fmt::format("      }} else {{\n#pragma unroll\n        for (int e = 0; e < {}; ++e) w[u][e] = 0u;\n", NW);
     l += fmt::format("        if ({} < row_e) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ", ix);
     l += f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n";
@@ -205,8 +206,8 @@ void emit_jagged_vector(Ctx& x) {
     std::string l = fmt::format("{0}mx_u32 w[{1}][{2}];\n#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n", in, U, NW);
     l += fmt::format("{}  if (r + u * {} < row_e) {{\n", in, RL);
     for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("{0}    {{ const mx_v16 v = mx_ld16(p + u * step + {1}); w[u][{2}] = v.x; w[u][{3}] = v.y; w[u][{4}] = v.z; w[u][{5}] = v.w; }}\n",
-                       in, 4 * h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+      l += fmt::format("{0}    {{ const mx_v16 v = mx_ld16({1}); w[u][{2}] = v.x; w[u][{3}] = v.y; w[u][{4}] = v.z; w[u][{5}] = v.w; }}\n",
+                       in, plus("p + u * step", 4 * h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
     l += fmt::format("{0}  }} else {{\n#pragma unroll\n{0}    for (int e = 0; e < {1}; ++e) w[u][e] = 0u;\n{0}  }}\n{0}}}\n", in, NW);
     return l;
   };
@@ -268,9 +269,9 @@ void emit_jagged_vector(Ctx& x) {
   p1 += fmt::format("  const {0}* const base = static_cast<const {0}*>(P.in[{1}]);\n", et, k);
   // This row lane's cached rows, i < n_cached (an int count; pointers stepped, no 64-bit index
   // products per row).
-  p1 += fmt::format("  {{\n    const {}* p = src + (row_s + rl) * in_sr;\n    mx_v16* d = cache + rl * {} + tc * {};\n", et, TCW, NW / 4);
+  p1 += fmt::format("  {{\n    const {}* p = src + (row_s + rl) * in_sr;\n    mx_v16* d = cache + rl * {} + {};\n", et, TCW, times("tc", NW / 4));
   p1 += fmt::format("    for (int i = 0; i < n_cached; ++i, p += {} * in_sr, d += {}) {{\n", RL, RL * TCW);
-  for (int h = 0; h < NW / 4; ++h) p1 += fmt::format("      mx_cp_async16(d + {}, nb{} ? p + {} : base, nb{});\n", h, h, 4 * h, h);
+  for (int h = 0; h < NW / 4; ++h) p1 += fmt::format("      mx_cp_async16({}, nb{} ? {} : base, nb{});\n", plus("d", h), h, plus("p", 4 * h), h);
   p1 += "    }\n  }\n  mx_cp_async_commit();\n";
   p1 += fmt::format("  // (b) The rows past the cache (from this row lane's first at or after row_s + {}) through\n"
                     "  // registers, {} per thread in flight while the copies land.\n", CR, U);
@@ -281,7 +282,7 @@ void emit_jagged_vector(Ctx& x) {
   p1 += fmt::format("    for (mx_i64 r = r1; r < row_e; r += {}) {{\n", RL * U);
   p1 += indent_lines(loads(false) + amax_of("row_e"), "  ", true) + "    }\n  }\n";
   p1 += "  // (c) The cached rows, once this thread's copies have landed.\n  mx_cp_async_wait<0>();\n";
-  p1 += fmt::format("  {{\n    const mx_v16* d = cache + rl * {} + tc * {};\n#pragma unroll {}\n", TCW, NW / 4, CU);
+  p1 += fmt::format("  {{\n    const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
   p1 += fmt::format("    for (int i = 0; i < n_cached; ++i, d += {}) {{\n", RL * TCW);
   p1 += fmt::format("      mx_u32 w[1][{}];\n", NW) + cache_words("d", "      ");
   if (pk >= 0) {
@@ -358,7 +359,7 @@ void emit_jagged_vector(Ctx& x) {
     x.out += fmt::format("  {{  // (a)\n    const mx_i64 os_r = P.out_stride[{}][{}];\n", o, ar);
     x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{0}]) + (row_s + rl) * os_r + c0 * P.out_stride[{0}][{1}];\n", o, ac);
     x.out += fmt::format("    if (cols_full && P.out_stride[{}][{}] == 1 && ((reinterpret_cast<mx_u64>(ob) | mx_u64(os_r)) & 7u) == 0) {{\n", o, ac);
-    x.out += fmt::format("      const mx_v16* d = cache + rl * {} + tc * {};\n#pragma unroll {}\n", TCW, NW / 4, CU);
+    x.out += fmt::format("      const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
     x.out += fmt::format("      for (int i = 0; i < n_cached; ++i, d += {}, ob += {} * os_r) {{\n", RL * TCW, RL);
     x.out += fmt::format("        mx_u32 w[1][{}];\n", NW) + cache_words("d", "        ");
     x.out += fmt::format("        const int u = 0;\n        const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n        (void){};\n", ix, RL, ix);

@@ -58,7 +58,7 @@ TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   if (t.tile_rows % br || t.tile_cols % bc || t.tile_cols % 32)
     throw UsageError(fmt::format("schedule: tile {}x{} must be a multiple of the block {}x{} and of 32 columns", t.tile_rows,
                                  t.tile_cols, br, bc));
-  t.hoist_loads = s.hoist_loads != 0;
+  t.hoist_loads = s.hoist_loads != 0;  // defaults: docs/perf-log.md#tiled-defaults
   t.rows_per_store = s.rows_per_thread ? s.rows_per_thread : 16;
   if (t.rows_per_store != 8 && t.rows_per_store != 16 && t.rows_per_store != 32)
     throw UsageError(fmt::format("schedule: rows_per_thread {} must be 8, 16 or 32", t.rows_per_store));
@@ -93,7 +93,7 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // Plain casts (nearest-even, bare 2-byte inputs) and FP8 casts through the hardware cvt ("hw
   // FP8") take 4 chunks per thread where every tensor input has 16-byte loads (element loads keep
   // 8 floats per chunk, and 4 chunks of them spill at 32 registers), else 2; 8 CTAs per SM for hw
-  // FP8 (<= 32 registers), 6 otherwise (<= 40).
+  // FP8 (<= 32 registers), 6 otherwise (<= 40). docs/perf-log.md#direct-defaults
   bool bare_rne = true;  // nearest-even casts of bare 2-byte inputs
   for (const NodePtr& q : v.quantizes) bare_rne = bare_rne && q->round == Round::nearest_even;
   for (const NodePtr& r : v.roots) bare_rne = bare_rne && r->op == Op::input;
@@ -122,7 +122,8 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   const int G = d.lanes_per_block, U = d.chunks_per_thread;
   // A scale computed once per block row (its G lanes share U rows) where its amax comes from
   // loaded words and its codes are software-encoded: those casts are bound by the ALU pipe on
-  // sm_90; FP8 through the hardware cvt is not, and there the registers cost more.
+  // sm_90; FP8 through the hardware cvt is not, and there the registers cost more
+  // (docs/perf-log.md#direct-scatter-scales).
   for (int si = 0; si < int(v.scales.size()); ++si) {
     const NodePtr& sn = v.scales[size_t(si)];
     const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
@@ -156,15 +157,16 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
 ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target) {
   ColumnsPlan c;
   c.rowwise_scale = columns_rowwise(v, plan.ax_c);
-  // Rows per thread: 16, or 8 (half the registers) with a row-wise scale too.
+  // Rows per thread: 16, or 8 (half the registers) with a row-wise scale too
+  // (docs/perf-log.md#columns-rows-per-thread).
   c.rows_per_thread = s.rows_per_thread ? s.rows_per_thread : c.rowwise_scale ? 8 : 16;
   if (c.rows_per_thread != 8 && c.rows_per_thread != 16)
     throw UsageError(fmt::format("schedule: rows_per_thread {} of the columns kernel must be 8 or 16", c.rows_per_thread));
   for (const NodePtr& sn : v.scales)
     if (block_of(sn).axes[0] == plan.ax_r && block_of(sn).sizes[0] < c.rows_per_thread) c.rows_per_thread = int(block_of(sn).sizes[0]);
   c.tile_rows = 128;
-  plan.threads = 256;  // 512 (128 x 256 tiles) measured slower: the CTA-wide barriers cost more than the stores
-  c.stages = s.stages ? s.stages : 1;
+  plan.threads = 256;  // 512 threads measured slower (docs/perf-log.md#columns-threads)
+  c.stages = s.stages ? s.stages : 1;  // pipelined: a schedule, not the default (docs/perf-log.md#columns-pipelined)
   if (c.stages < 1 || c.stages > 4) throw UsageError(fmt::format("schedule: stages {} must be 1..4", c.stages));
   if (c.stages > 1 && target.sm() < 90)
     throw UsageError(fmt::format("schedule: stages {} needs sm_90 or newer (bulk copies); the target is {}", c.stages, target.arch));
@@ -201,7 +203,9 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
                      : c.stages > 1                            ? std::clamp(target.smem_per_sm() / per_cta, 1, 4)
                      : c.rowwise_scale && c.rows_per_thread == 8 ? 4
                                                                : 2;
-  if (int64_t(plan.ctas_per_sm) * per_cta > target.smem_per_sm())
+  // The default one-tile form's CTAs per SM is a register cap (__launch_bounds__), which smaller
+  // SMs (sm_89: 100 KiB) simply run fewer of; an asked count, or a ring, must fit.
+  if ((s.ctas_per_sm || c.stages > 1) && int64_t(plan.ctas_per_sm) * per_cta > target.smem_per_sm())
     throw UsageError(fmt::format("schedule: {} CTAs per SM with a {}-byte ring ({} stages) and {} bytes of other shared memory exceed "
                                  "the SM's {} KiB ({})",
                                  plan.ctas_per_sm, plan.smem_bytes, c.stages, static_smem + target.smem_reserved_per_cta(),
@@ -230,7 +234,9 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   for (const InputDecl& in : p.inputs())
     if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
   // Rows in flight set the registers of pass 2: 8 fit 2 CTAs per SM; at 4 CTAs (64 registers)
-  // 4 (2 of f32), and with a cluster 1 of f32 and 3 of f16 (ptxas spills at more).
+  // 4 (2 of f32), and with a cluster 1 of f32 and 3 of f16 (ptxas spills at more;
+  // docs/perf-log.md#jagged-rows-in-flight). A cluster is a schedule, not the default
+  // (docs/perf-log.md#jagged-cluster).
   j.rows_in_flight = s.rows_in_flight ? s.rows_in_flight
                      : plan.ctas_per_sm <= 2           ? 8
                      : esize == 4 && j.cluster > 1     ? 1

@@ -143,6 +143,17 @@ Kernel jit(const Pipeline& p, const Target& target, const Schedule& schedule) {
   return k;
 }
 
+void warmup(const std::vector<Pipeline>& pipelines, const Target& target, int threads) {
+  std::vector<detail::WarmupItem> items;
+  for (const Pipeline& p : pipelines) {
+    items.push_back({p, detail::default_stride_class(p)});
+    // The NVFP4 tensor-amax pre-pass is a kernel of its own.
+    if (const auto pre = detail::make_plan(p, target, items.back().stride_class).prepass)
+      items.push_back({pre->pipeline, detail::default_stride_class(pre->pipeline)});
+  }
+  detail::compile_all(items, target, threads);
+}
+
 size_t Kernel::workspace_bytes() const { return state_->workspace; }
 
 void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "codegen/schedule.hpp"
 #include "codegen/target.hpp"
@@ -63,5 +64,11 @@ Kernel jit(const Pipeline& p, const Target& target, const Schedule& schedule);
 inline Kernel jit(const Pipeline& p, const Target& target) { return jit(p, target, Schedule{}); }
 /// jit() for the current GPU.
 inline Kernel jit(const Pipeline& p) { return jit(p, current_target()); }
+
+/// Compiles (or finds in the disk cache) the contiguous-input kernels of `pipelines` on `target`,
+/// up to `threads` at once (0: one per hardware thread), so that the jit() calls of a job that
+/// needs them all find them compiled: NVRTC runs on the CPU, one kernel per thread. Needs no GPU.
+/// Throws the first compile's error (UsageError, CompileError) after every compile ended.
+void warmup(const std::vector<Pipeline>& pipelines, const Target& target, int threads = 0);
 
 }  // namespace mxjit
