@@ -22,7 +22,7 @@ set(MXJIT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/mxjit)
 
 # Every header reachable from the public entry points (tests/install compiles all of them).
 set(MXJIT_PUBLIC_HEADERS
-  codegen/plan.hpp codegen/target.hpp
+  codegen/schedule.hpp codegen/target.hpp
   dsl/dsl.hpp dsl/dtype.hpp dsl/errors.hpp dsl/format.hpp dsl/geometry.hpp dsl/hash.hpp dsl/ir.hpp
   dsl/layout.hpp dsl/pipeline.hpp dsl/text.hpp
   runtime/device.hpp runtime/graph.hpp runtime/kernel.hpp runtime/swizzle.hpp runtime/tensor.hpp
