@@ -125,7 +125,7 @@ Scale e8m0_scale(Amax block_amax, ElemFormat elem, ScaleRule rule, NanPolicy pol
 Scale e8m0_scale(Amax block_amax, ElemFormat elem, Expr exponent, NanPolicy policy = NanPolicy::nan_block);
 /// An FP32 scale s = 1 / (max_normal / max(amax, 1e-12)) (FP8 rowwise / per-group recipes).
 Scale f32_scale(Amax block_amax, ElemFormat elem);
-/// NVFP4: E4M3 block scale under an FP32 per-tensor scale from the tensor amax (DESIGN §4).
+/// NVFP4: E4M3 block scale under an FP32 per-tensor scale from the tensor amax (docs/design.md §4).
 Scale nvfp4_scale(Amax block_amax, Nvfp4Convention convention);
 
 /// A value divided by its scale, ready for `cast`.
