@@ -13,15 +13,22 @@ from typing import Callable, Sequence
 import torch
 
 
+# GPU cycles the stream sleeps before a timed loop (~50 ms at 2 GHz): the host enqueues every call meanwhile, so the
+# events measure the GPU's time per call, not the host's launch cost of a small op.
+_HEAD_START_CYCLES = 100_000_000
+
+
 def gpu_time_us(fn: Callable, inputs: Sequence[tuple], warmup: int = 5, iters: int = 50) -> float:
     """Median GPU microseconds of one ``fn(*args)``: CUDA events around each call, back to back on the
-    current stream (the host enqueues ahead), cycling over ``inputs`` (argument tuples whose data
-    together exceed the L2 so that no call reads what the previous one left in it)."""
+    current stream behind a sleep kernel (the host enqueues all calls ahead), cycling over ``inputs``
+    (argument tuples whose data together exceed the L2 so that no call reads what the previous one left
+    in it)."""
     for i in range(warmup):
         fn(*inputs[i % len(inputs)])
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    torch.cuda._sleep(_HEAD_START_CYCLES)
     for i in range(iters):
         args = inputs[i % len(inputs)]
         starts[i].record()
