@@ -443,6 +443,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             g = b_t.grad.float()
             dist.all_reduce(g)
             say(f"all-reduced grad_B over {world} ranks: finite={bool(torch.isfinite(g).all())}")
+    import mxjit  # noqa: PLC0415
+
+    st = mxjit.cache_stats()
+    say(f"mxjit kernel cache in this process: {st['compiles']} NVRTC compiles, {st['disk_hits']} SQLite hits "
+        f"(with several ranks on one host each kernel should be compiled by one of them)")
     say(f"rank {rank} done in {time.perf_counter() - t0:.1f} s")
     if dist is not None:
         dist.barrier()
