@@ -20,6 +20,7 @@ if [ ! -f build/CMakeCache.txt ]; then
   exit 1
 fi
 venv=${MXJIT_PY_VENV:-build/py-venv}
+case "$venv" in /*) ;; *) venv="$root/$venv" ;; esac  # pytest runs from build/
 if [ ! -x "$venv/bin/python" ]; then
   "${MXJIT_PYTHON:-python3}" -m venv "$venv"
 fi
