@@ -1,5 +1,5 @@
 #pragma once
-/// \file The benchmark program (DESIGN §8): copy bandwidth, then each cast case timed with CUDA
+/// \file The benchmark program (docs/design.md §8): copy bandwidth, then each cast case timed with CUDA
 /// events (warm-up, median of >= 20 runs, rotating inputs larger than L2, random non-zero data),
 /// each checked against the CPU reference on a small shape first. Prints a table; writes CSV,
 /// JSON and an SVG chart.

@@ -1,4 +1,4 @@
-// JIT latencies (DESIGN §8): cold compile of a cast kernel, a new process finding the kernel in
+// JIT latencies (docs/design.md §8): cold compile of a cast kernel, a new process finding the kernel in
 // SQLite and loading it, and the host overhead of one launch on an in-process cache hit, measured
 // as a stream loop of launches against a CUDA graph replay of the same launches.
 //

@@ -1,6 +1,6 @@
 #pragma once
 /// \file Tier 2 of the kernel cache: compiled kernels in an SQLite file shared by every process
-/// of a user (DESIGN.md §7). Opening and lookups never throw: on trouble the cache degrades to
+/// of a user (docs/design.md §7). Opening and lookups never throw: on trouble the cache degrades to
 /// memory-only with one warning line, and callers simply compile.
 #include <sys/types.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 /// \file The content key of a compiled kernel in the disk cache: a hash of everything that
-/// determines the cubin bytes (DESIGN.md §7, tier 2).
+/// determines the cubin bytes (docs/design.md §7, tier 2).
 #include <cstddef>
 #include <optional>
 #include <string>

@@ -233,7 +233,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
       o += sn->store_multiplier ? "  sval = mult;\n}\n" : "  sval = 1.0f / mult;\n}\n";
       break;
     case ScaleFormat::e4m3:
-      // NVFP4 (DESIGN §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
+      // NVFP4 (docs/design.md §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
       // The per-tensor factors come from tamax_decl (once per thread, not per block).
       o += "{\n  const float a = mx_float(m);\n";
       if (sn->convention == Nvfp4Convention::te) {
@@ -456,7 +456,7 @@ std::string tamax_decl(const Ctx& x, bool tables) {
   std::string o;
   for (const NodePtr& sn : x.v.scales)
     if (sn->scale_format == ScaleFormat::e4m3) {
-      // Both conventions' per-tensor factors (DESIGN §4), as scale_from_amax uses them: TE's
+      // Both conventions' per-tensor factors (docs/design.md §4), as scale_from_amax uses them: TE's
       // encode scale s_enc = 2688 / amax (1 for amax 0, FLT_MAX for an infinite quotient), with
       // s_enc / 6 and 1 / s_enc; torchao's per_tensor = amax / 2688 and its reciprocal.
       o = "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n"

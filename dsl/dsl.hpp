@@ -133,7 +133,7 @@ struct F32ScaleOptions {
 /// An FP32 scale: r = max_normal / max(amax, 1e-12) (FP8 rowwise / per-group recipes); stores 1 / r,
 /// or r with `options.store_multiplier`; elements are encoded from x * r.
 Scale f32_scale(Amax block_amax, ElemFormat elem, F32ScaleOptions options = {});
-/// NVFP4: E4M3 block scale under an FP32 per-tensor scale from the tensor amax (DESIGN §4).
+/// NVFP4: E4M3 block scale under an FP32 per-tensor scale from the tensor amax (docs/design.md §4).
 Scale nvfp4_scale(Amax block_amax, Nvfp4Convention convention);
 
 /// A value divided by its scale, ready for `cast`.

@@ -50,7 +50,7 @@ BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, Value* m) {
       break;
     }
     case ScaleFormat::e4m3: {
-      // NVFP4 (DESIGN §4), the reference's FP32 operations in the same order; everything that
+      // NVFP4 (docs/design.md §4), the reference's FP32 operations in the same order; everything that
       // depends on the tensor amax t only is loop-invariant (hoisted by LICM).
       Value* a = ir.fbits(m);
       Value* ta = t.tamax[size_t(in.tamax_slot)];

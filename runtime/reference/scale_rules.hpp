@@ -1,6 +1,6 @@
 #pragma once
 /// \file Block scales from first principles: the E8M0 rules (FLOOR, RCEIL, CEIL, EVEN, custom
-/// expressions), FP32 scales and the two NVFP4 conventions (DESIGN §4, docs/numerics.md).
+/// expressions), FP32 scales and the two NVFP4 conventions (docs/design.md §4, docs/numerics.md).
 #include <cstdint>
 
 #include "dsl/ir.hpp"

@@ -71,7 +71,7 @@ std::string variant_source(const std::string& name, const Target& t) {
   return {};
 }
 
-TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a") {
+TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
   auto vs = variants();
   std::vector<StrideClass> classes;
   int compiled = 0;
@@ -385,7 +385,8 @@ TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
 // CTAs per SM; a ring too large for the CTAs asked for is refused by name, and so is a target
 // without bulk copies; every stage count compiles for both arches without spills, for dim1,
 // dim0+dim1 and 3-D per-expert casts.
-TEST_CASE("columns kernel pipelined: ring size, CTAs per SM, refusal, compiles without spills") {
+TEST_CASE("columns kernel pipelined: ring size, CTAs per SM, refusal, compiles without spills" *
+          doctest::test_suite("slow")) {
   const Target t = Target::parse("sm_90a");
   for (const auto& [name, p] : variants()) {
     if (name != "dim0+dim1" && name != "3-D expert") continue;

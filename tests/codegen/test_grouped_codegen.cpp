@@ -51,7 +51,7 @@ std::vector<test::CompileVariant> variants() {
 
 }  // namespace
 
-TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a") {
+TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
   const std::vector<test::CompileVariant> vs = variants();
   const int compiled = test::compile_variants(vs);
   MESSAGE("compiled " << compiled << " grouped-layout kernels");

@@ -99,7 +99,8 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
                        doctest::Contains("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)"), UsageError);
 }
 
-TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; every candidate schedule compiles") {
+TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; every candidate schedule compiles" *
+          doctest::test_suite("slow")) {
   const Target t = Target::parse("sm_90a");
   for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
     CAPTURE(dtype_name(dt));
@@ -126,7 +127,7 @@ TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; 
   MESSAGE("compiled " << compiled << " jagged candidate schedules");
 }
 
-TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
+TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
   std::vector<test::CompileVariant> vs;
   for (ElemFormat f : {e4m3, e5m2, e2m3, e3m2, int8})
     for (int unit : {1, 0})

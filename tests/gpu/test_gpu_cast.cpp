@@ -720,11 +720,4 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
   MESSAGE("vector jagged group cases: " << n);
 }
 
-TEST_CASE("run record") {
-  MXJIT_REQUIRE_GPU();
-  GpuInfo info = gpu_info(0);
-  MESSAGE(fmt::format("GPU {} ({}), launches checked {}, bytes compared {}", info.name, nvrtc_arch(info.cc_major, info.cc_minor),
-                      gpu_stats().launches, gpu_stats().bytes_checked));
-}
-
 }  // TEST_SUITE

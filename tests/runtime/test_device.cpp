@@ -14,21 +14,13 @@
 #include "runtime/kernel.hpp"
 #include "runtime/module.hpp"
 #include "runtime/nvrtc.hpp"
+#include "support/skip.hpp"
 
 using namespace mxjit;
 using namespace mxjit::detail;
 
-#define MXJIT_REQUIRE_GPU()                                                          \
-  if (!mxjit::gpu_available()) {                                                     \
-    MESSAGE("skipped: no GPU (" << mxjit::gpu_unavailable_reason() << ")");          \
-    return;                                                                          \
-  }
-
 TEST_CASE("without a GPU: clear reason, typed errors, no crash") {
-  if (gpu_available()) {
-    MESSAGE("skipped: a GPU is present");
-    return;
-  }
+  if (gpu_available()) MXJIT_SKIP("a GPU is present");
   CHECK_FALSE(gpu_available());
   CHECK_FALSE(gpu_unavailable_reason().empty());
   try {
