@@ -84,10 +84,10 @@ struct PreparedLaunch::State {
     throw Error("mxjit internal: a pointer refused by the prepared launch passes the full check");
   }
 
-  void fill(std::span<const uint64_t> ptrs, uint64_t workspace, int64_t* out) const {
+  void fill(std::span<const uint64_t> ptrs, uint64_t scratch, int64_t* out) const {
     std::copy(words.begin(), words.end(), out);
     for (const auto& [w, i] : slots) out[w] = int64_t(ptrs[i]);
-    if (aux >= 0) out[aux] = int64_t(workspace);
+    if (aux >= 0) out[aux] = int64_t(scratch);
   }
 };
 
