@@ -212,6 +212,10 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
 }
 
 PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+  return prepare(inputs, outputs, true);
+}
+
+PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs, bool own) const {
   const Pipeline& p = state_->pipeline;
   detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
   const detail::StrideClass sc{b.unit_axis, b.aligned};
@@ -252,7 +256,7 @@ PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<con
   parts.inputs = inputs;
   parts.outputs = outputs;
   parts.binding = &b;
-  parts.owner = state_;
+  if (own) parts.owner = state_;
   parts.workspace_bytes = state_->workspace;
   return detail::make_prepared(std::move(parts));
 }
@@ -282,7 +286,7 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
       detail::check_bindings(state_->pipeline, inputs, outputs, DeviceKind::cuda);
       detail::Driver::get();  // throws the CudaError that says why there is no GPU
     }
-    pl = state_->prepared.insert(key, prepare(inputs, outputs));
+    pl = state_->prepared.insert(key, prepare(inputs, outputs, false));  // kept by the state: no owner (no cycle)
   }
   (*pl)(stream, ptrs, workspace);
 }

@@ -59,6 +59,8 @@ class Kernel {
 
  private:
   friend Kernel jit(const Pipeline& p, const Target& target, const Schedule& schedule);
+  // prepare(); `own`: the launch keeps this kernel alive (false for those the kernel keeps itself).
+  PreparedLaunch prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs, bool own) const;
   std::shared_ptr<State> state_;
 };
 

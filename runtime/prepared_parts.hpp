@@ -22,7 +22,7 @@ struct PreparedParts {
   const Plan* plan = nullptr;                   ///< the plan of the kernel for their stride class
   Launch launch;                                ///< its launch on the domain (persistent grid: uncapped)
   const LoadedKernel* kernel = nullptr;         ///< owned by `loaded`; null without a GPU (words only)
-  std::shared_ptr<const void> owner, loaded;
+  std::shared_ptr<const void> owner, loaded;    ///< owner null: the Kernel keeps the launch (its own cache)
   size_t workspace_bytes = 0;                   ///< scratch the launch needs (the pre-pass's amax), else 0
   std::optional<PreparedLaunch> prepass;        ///< NVFP4's tensor amax, prepared on the same inputs
   std::vector<int> prepass_inputs;              ///< its inputs' positions among ours
