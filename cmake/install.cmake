@@ -25,7 +25,7 @@ set(MXJIT_PUBLIC_HEADERS
   codegen/schedule.hpp codegen/target.hpp
   dsl/dsl.hpp dsl/dtype.hpp dsl/errors.hpp dsl/format.hpp dsl/geometry.hpp dsl/hash.hpp dsl/ir.hpp
   dsl/layout.hpp dsl/pipeline.hpp dsl/text.hpp
-  runtime/device.hpp runtime/graph.hpp runtime/kernel.hpp runtime/swizzle.hpp runtime/tensor.hpp
+  runtime/device.hpp runtime/graph.hpp runtime/kernel.hpp runtime/prepared.hpp runtime/swizzle.hpp runtime/tensor.hpp
   runtime/reference/executor.hpp)
 if(MXJIT_WITH_LLVM)
   list(APPEND MXJIT_PUBLIC_HEADERS runtime/llvm/cpu_backend.hpp)

@@ -46,10 +46,7 @@ void check_common(const Arg& arg, const TensorView& v, DType dtype, size_t rank,
 // Byte range [lo, hi) a view can touch.
 std::pair<uintptr_t, uintptr_t> extent_bytes(const TensorView& v) {
   uintptr_t lo = reinterpret_cast<uintptr_t>(v.data);
-  if (v.numel() == 0) return {lo, lo};
-  int64_t last = 0;
-  for (size_t a = 0; a < v.shape.size(); ++a) last += (v.shape[a] - 1) * v.strides[a];
-  return {lo, lo + uintptr_t((last + 1) * int64_t(dtype_size(v.dtype)))};
+  return {lo, lo + uintptr_t(span_bytes(v))};
 }
 
 bool packed_in(const NodePtr& n, const std::string& codes) {
@@ -66,6 +63,13 @@ bool codes_packed(const Pipeline& p, const std::string& codes) {
 }
 
 }  // namespace
+
+int64_t span_bytes(const TensorView& v) {
+  if (v.numel() == 0) return 0;
+  int64_t last = 0;
+  for (size_t a = 0; a < v.shape.size(); ++a) last += (v.shape[a] - 1) * v.strides[a];
+  return (last + 1) * int64_t(dtype_size(v.dtype));
+}
 
 Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                        DeviceKind device) {
@@ -151,11 +155,12 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
     for (int a = int(v.shape.size()) - 1; a >= 0; --a)
       if (v.strides[size_t(a)] == 1 && v.shape[size_t(a)] > 1) { unit = a; break; }
     if (unit < 0 && !v.shape.empty() && v.strides.back() == 1) unit = int(v.shape.size()) - 1;
-    bool aligned = reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
+    bool strides = unit >= 0;
     for (size_t a = 0; a < v.shape.size(); ++a)
-      if (int(a) != unit && v.shape[a] > 1 && (v.strides[a] * int64_t(dtype_size(v.dtype))) % 16 != 0) aligned = false;
+      if (int(a) != unit && v.shape[a] > 1 && (v.strides[a] * int64_t(dtype_size(v.dtype))) % 16 != 0) strides = false;
     b.unit_axis.push_back(unit);
-    b.aligned.push_back(aligned && unit >= 0);
+    b.strides_aligned.push_back(strides);
+    b.aligned.push_back(strides && reinterpret_cast<uintptr_t>(v.data) % 16 == 0);
   }
   return b;
 }

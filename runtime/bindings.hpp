@@ -15,8 +15,14 @@ struct Binding {
   std::vector<OutputGeometry> outputs; ///< per output
   std::vector<int> unit_axis;          ///< per input: the axis with stride 1 (-1: none)
   std::vector<bool> aligned;           ///< per input: 16-byte aligned base and other strides
+  /// Per input: a unit-stride axis and every other stride 16-byte aligned, so that `aligned` is
+  /// whether the base address is (what a prepared launch checks per pointer).
+  std::vector<bool> strides_aligned;
   bool empty = false;                  ///< some extent is 0: nothing to launch
 };
+
+/// Bytes a view can touch from its base (0 for an empty view; strides checked positive).
+int64_t span_bytes(const TensorView& v);
 
 /// Checks `inputs`/`outputs` against `p` (device `device`: cpu or cuda) and throws UsageError
 /// naming the argument and the rule broken.

@@ -15,6 +15,8 @@
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "runtime/prepared_cache.hpp"
+#include "runtime/prepared_parts.hpp"
 #include "runtime/tuner.hpp"
 
 namespace mxjit {
@@ -65,6 +67,23 @@ void retire(std::shared_ptr<Loaded> l) {
   retired->push_back(std::move(l));
 }
 
+// True when a GPU of this process has architecture `arch` (looked up once): only then can a
+// kernel compiled for it load (sm_100a code does not load on an H100).
+bool arch_present(const std::string& arch) {
+  static const std::vector<std::string> archs = [] {
+    std::vector<std::string> a;
+    detail::Driver& d = detail::Driver::get();
+    int n = 0;
+    d.check(d.cuDeviceGetCount(&n), "cuDeviceGetCount");
+    for (int i = 0; i < n; ++i) {
+      const GpuInfo g = gpu_info(i);
+      a.push_back(nvrtc_arch(g.cc_major, g.cc_minor));
+    }
+    return a;
+  }();
+  return std::find(archs.begin(), archs.end(), arch) != archs.end();
+}
+
 }  // namespace
 
 struct Kernel::State {
@@ -90,10 +109,20 @@ struct Kernel::State {
   mutable std::shared_mutex mutex;
   mutable std::vector<std::pair<std::string, std::shared_ptr<Loaded>>> seen;  // key: stride + shape class
 
-  // The loaded kernel for this stride class and shape class. With the default schedule, one
-  // stored by the tuner for that class is used (looked up once per class and object). The
-  // schedule must apply exactly to the contiguous inputs' kernel; other stride classes take the
-  // fields that apply to theirs, and so do stored winners.
+  // Launches of geometries seen before (Kernel::operator()): key -> prepared launch.
+  detail::PreparedCache<PreparedLaunch> prepared;
+
+  // The schedule for this stride class and shape class: with the default schedule, one stored by
+  // the tuner for that class (looked up once per class and object). The schedule must apply
+  // exactly to the contiguous inputs' kernel; other stride classes take the fields that apply to
+  // theirs, and so do stored winners.
+  std::pair<Schedule, detail::Fit> choose(const detail::StrideClass& sc, const std::string& cls) const {
+    const bool stored = schedule.is_default();
+    return {stored ? detail::stored_schedule(pipeline, target, sc, cls) : schedule,
+            !stored && sc == default_sc ? detail::Fit::exact : detail::Fit::lenient};
+  }
+
+  // The loaded kernel for this stride class and shape class.
   std::shared_ptr<Loaded> get(const detail::StrideClass& sc, const std::string& cls = "m") const {
     const std::string local = sc.str() + cls;
     {
@@ -101,9 +130,7 @@ struct Kernel::State {
       for (const auto& [k, v] : seen)
         if (k == local) return v;
     }
-    const bool stored = schedule.is_default();
-    const Schedule s = stored ? detail::stored_schedule(pipeline, target, sc, cls) : schedule;
-    const detail::Fit fit = !stored && sc == default_sc ? detail::Fit::exact : detail::Fit::lenient;
+    const auto [s, fit] = choose(sc, cls);
     const std::string key = hash_prefix + s.str() + "/" + sc.str();
     std::shared_ptr<const std::shared_ptr<Loaded>> found = semantic_cache().find(key);
     detail::disk_cache().count_memory_lookup(found != nullptr);
@@ -118,6 +145,15 @@ struct Kernel::State {
     std::unique_lock lock(mutex);
     seen.emplace_back(local, loaded);
     return loaded;
+  }
+
+  // Without a GPU: the plan of that kernel, compiled (or read from the disk cache), not loaded.
+  detail::Plan plan_only(const detail::StrideClass& sc, const std::string& cls) const {
+    const auto [s, fit] = choose(sc, cls);
+    detail::CompileOptions opts;
+    opts.schedule = s;
+    opts.fit = fit;
+    return detail::compile(pipeline, target, sc, opts).plan;
   }
 };
 
@@ -135,11 +171,12 @@ Kernel jit(const Pipeline& p, const Target& target, const Schedule& schedule) {
   k.state_->schedule = schedule;
   k.state_->default_sc = detail::default_stride_class(p);
   k.state_->hash_prefix = p.hash().hex() + "/" + target.arch + "/";
-  // Compile (or fetch from SQLite) now for the common case; load only where a GPU exists.
+  // Compile (or fetch from SQLite) now for the common case; load only where a GPU of the target's
+  // architecture exists (a kernel for another GPU is compiled only, e.g. warm-up of a disk cache).
   detail::CompileOptions opts;
   opts.schedule = schedule;
   detail::Plan plan;
-  if (gpu_available()) {
+  if (gpu_available() && arch_present(target.arch)) {
     const std::shared_ptr<Loaded> l = k.state_->get(k.state_->default_sc);
     plan = l->plan;
     k.state_->source = l->source;
@@ -174,84 +211,84 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   (*this)(stream, inputs, outputs, state_->amax_pass ? uint64_t(reinterpret_cast<uintptr_t>(state_->scratch_for(stream))) : 0);
 }
 
-void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
-                        uint64_t workspace) const {
-  if (state_->amax_pass && (workspace == 0 || workspace % 16 != 0))
-    throw UsageError(fmt::format("launch: workspace 0x{:x}: this cast needs {} bytes of 16-byte aligned device scratch "
-                                 "(workspace_bytes())", workspace, workspace_bytes()));
-  if (!state_->amax_pass && workspace != 0)
-    throw UsageError(fmt::format("launch: workspace 0x{:x} given, but this cast needs none (workspace_bytes() is 0)",
-                                 workspace));
+PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+  return prepare(inputs, outputs, true);
+}
+
+PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs, bool own) const {
   const Pipeline& p = state_->pipeline;
   detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
-  detail::StrideClass sc{std::move(b.unit_axis), std::move(b.aligned)};
-  std::shared_ptr<Loaded> l = state_->get(sc, detail::shape_class(b.shape));
-  const detail::Plan& plan = l->plan;
-  detail::Driver& drv = detail::Driver::get();
-  // Tensor amax (4 bytes, combined with atomicMax) and grouped scale layouts (the whole padded
-  // buffer: kernels write real scales only) start from zero, in stream order before the kernel.
-  for (int o : plan.zero_outputs)
-    if (const int64_t bytes = b.outputs[size_t(o)].storage_bytes; bytes > 0)
-      drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, size_t(bytes),
-                                    reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
-  if (b.empty) return;
-  for (size_t o = 0; o < b.outputs.size(); ++o)
-    if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
-      throw UsageError(fmt::format("launch: output '{}': a blocked scale tensor of {} bytes; the kernels address "
-                                   "blocked scales with 32-bit offsets (< 4 GiB)", p.outputs()[o].name,
-                                   b.outputs[o].storage_bytes));
-  const detail::Launch launch = plan.launch(b.shape, b.groups);
-  const int rank = p.rank();
-  // The parameter block in the plan's order (every word 8 bytes).
-  std::vector<int64_t> w;
-  w.reserve(size_t(plan.params.words()));
-  for (const detail::ParamLayout::Field& f : plan.params.fields) {
-    switch (f.what) {
-      case detail::Param::in:
-        for (const TensorView& v : inputs) w.push_back(int64_t(reinterpret_cast<uintptr_t>(v.data)));
-        break;
-      case detail::Param::out:
-        for (const TensorView& v : outputs) w.push_back(int64_t(reinterpret_cast<uintptr_t>(v.data)));
-        break;
-      case detail::Param::shape:
-        for (int a = 0; a < rank; ++a) w.push_back(b.shape[size_t(a)]);
-        break;
-      case detail::Param::in_stride:
-        for (const TensorView& v : inputs)
-          for (int a = 0; a < rank; ++a) w.push_back(a < v.rank() ? v.strides[size_t(a)] : 0);
-        break;
-      case detail::Param::out_stride:
-        for (const OutputGeometry& g : b.outputs)
-          for (int a = 0; a < rank; ++a) w.push_back(a < int(g.view_strides.size()) ? g.view_strides[size_t(a)] : 0);
-        break;
-      case detail::Param::out_shape:
-        for (const OutputGeometry& g : b.outputs)
-          for (int a = 0; a < rank; ++a) w.push_back(a < int(g.logical_shape.size()) ? g.logical_shape[size_t(a)] : 1);
-        break;
-      case detail::Param::tiles_r: w.push_back(launch.tiles_r); break;
-      case detail::Param::tiles_c: w.push_back(launch.tiles_c); break;
-      case detail::Param::aux: w.push_back(int64_t(workspace)); break;
-      case detail::Param::in_extent:
-        for (const TensorView& v : inputs) w.push_back(v.shape.empty() ? 0 : v.shape[0]);
-        break;
-    }
+  const detail::StrideClass sc{b.unit_axis, b.aligned};
+  const std::string cls = detail::shape_class(b.shape);
+  detail::PreparedParts parts;
+  detail::Plan unloaded;
+  if (gpu_available()) {
+    std::shared_ptr<Loaded> l = state_->get(sc, cls);
+    parts.plan = &l->plan;
+    parts.kernel = &l->kernel;
+    parts.loaded = std::move(l);
+  } else {
+    unloaded = state_->plan_only(sc, cls);
+    parts.plan = &unloaded;
   }
-  if (int(w.size()) != plan.params.words())
-    throw Error(fmt::format("mxjit internal: {} parameter words for a layout of {}", w.size(), plan.params.words()));
-  if (state_->amax_pass) {
-    // The pre-pass: the tensor amax into the workspace, then the cast reads it (stream order).
+  if (!b.empty) {
+    for (size_t o = 0; o < b.outputs.size(); ++o)
+      if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
+        throw UsageError(fmt::format("launch: output '{}': a blocked scale tensor of {} bytes; the kernels address "
+                                     "blocked scales with 32-bit offsets (< 4 GiB)", p.outputs()[o].name,
+                                     b.outputs[o].storage_bytes));
+    parts.launch = parts.plan->launch(b.shape, b.groups);
+  }
+  if (state_->amax_pass && !b.empty) {
+    // The pre-pass writes the tensor amax into the workspace (an f32 [1] output). Its address is
+    // known per launch only: prepared at one past every input, where it overlaps none of them.
     std::vector<TensorView> ain;
+    uintptr_t end = 16;
     for (int i : state_->amax_inputs) ain.push_back(inputs[size_t(i)]);
-    TensorView tv = TensorView::contiguous(reinterpret_cast<void*>(static_cast<uintptr_t>(workspace)), DType::f32, {1},
+    for (const TensorView& v : ain)
+      end = std::max(end, reinterpret_cast<uintptr_t>(v.data) + uintptr_t(detail::span_bytes(v)));
+    TensorView tv = TensorView::contiguous(reinterpret_cast<void*>((end + 15) / 16 * 16), DType::f32, {1},
                                            DeviceKind::cuda, inputs[0].device_ordinal);
-    (*state_->amax_pass)(stream, std::span<const TensorView>(ain), std::span<const TensorView>(&tv, 1));
+    parts.prepass = state_->amax_pass->prepare(ain, std::span<const TensorView>(&tv, 1));
+    parts.prepass_inputs = state_->amax_inputs;
   }
-  void* args[] = {w.data()};
-  unsigned grid_x = launch.grid[0];
-  if (launch.persistent)  // persistent CTAs walk the tiles: as many as the GPU holds at once
-    grid_x = unsigned(std::min<int64_t>(grid_x, l->kernel.resident_ctas(unsigned(plan.threads), unsigned(plan.smem_bytes))));
-  l->kernel.launch({grid_x, launch.grid[1], launch.grid[2]}, {unsigned(plan.threads), 1, 1}, unsigned(plan.smem_bytes), stream,
-                   args);
+  parts.pipeline = &p;
+  parts.inputs = inputs;
+  parts.outputs = outputs;
+  parts.binding = &b;
+  if (own) parts.owner = state_;
+  parts.workspace_bytes = state_->workspace;
+  return detail::make_prepared(std::move(parts));
+}
+
+void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                        uint64_t workspace) const {
+  detail::check_workspace(state_->amax_pass.has_value(), workspace, workspace_bytes());
+  // The geometry's key: what prepare() depends on besides the pointers, and the inputs' alignment bits.
+  thread_local std::vector<int64_t> key;
+  thread_local std::vector<uint64_t> ptrs;
+  key.clear();
+  ptrs.clear();
+  key.push_back(int64_t(inputs.size()));
+  for (const auto* side : {&inputs, &outputs})
+    for (const TensorView& v : *side) {
+      const uint64_t ptr = uint64_t(reinterpret_cast<uintptr_t>(v.data));
+      ptrs.push_back(ptr);
+      key.push_back(int64_t(v.dtype) | int64_t(v.device) << 8 | int64_t(v.device_ordinal) << 16 |
+                    int64_t(ptr % 16 == 0) << 40 | int64_t(v.rank()) << 48);
+      key.insert(key.end(), v.shape.begin(), v.shape.end());
+      key.push_back(int64_t(v.strides.size()));
+      key.insert(key.end(), v.strides.begin(), v.strides.end());
+    }
+  std::optional<PreparedLaunch> pl = state_->prepared.find(key);
+  if (!pl) {
+    if (!gpu_available()) {
+      detail::check_bindings(state_->pipeline, inputs, outputs, DeviceKind::cuda);
+      detail::Driver::get();  // throws the CudaError that says why there is no GPU
+    }
+    pl = state_->prepared.insert(key, prepare(inputs, outputs, false));  // kept by the state: no owner (no cycle)
+  }
+  (*pl)(stream, ptrs, workspace);
 }
 
 }  // namespace mxjit

@@ -9,6 +9,7 @@
 #include "codegen/schedule.hpp"
 #include "codegen/target.hpp"
 #include "dsl/pipeline.hpp"
+#include "runtime/prepared.hpp"
 #include "runtime/tensor.hpp"
 
 namespace mxjit {
@@ -24,11 +25,18 @@ class Kernel {
   /// of the declared layout, device, null pointers, overlaps) and a mismatch throws UsageError
   /// naming the argument. Empty domains launch nothing.
   void operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const;
+  /// Checks `inputs`/`outputs` as operator() does and prepares their launch: the kernel of their
+  /// stride class (loaded into the current context, compiled on a miss), the grid and the parameter
+  /// words. The result launches views of this geometry at other addresses of the same 16-byte
+  /// alignment class (PreparedLaunch::fits) with a few pointer checks, in the current context.
+  /// Without a GPU it compiles only; its launch then throws CudaError (fill_words works).
+  PreparedLaunch prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const;
   /// Bytes of device scratch one launch needs (0 for most casts; NVFP4's tensor amax needs 4).
   size_t workspace_bytes() const;
   /// Launches with caller-provided device scratch (`workspace`: a device address of at least
   /// workspace_bytes() bytes, 16-byte aligned; 0 when workspace_bytes() is 0). No allocation happens in
-  /// this call (so it can be captured in a CUDA graph).
+  /// this call (so it can be captured in a CUDA graph). A geometry seen before reuses its prepared
+  /// launch (prepare()): only the pointers are checked again.
   void operator()(uint64_t stream, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                   uint64_t workspace) const;
   /// Same, with initializer lists: `k(stream, {x}, {q, s})`.
@@ -51,6 +59,8 @@ class Kernel {
 
  private:
   friend Kernel jit(const Pipeline& p, const Target& target, const Schedule& schedule);
+  // prepare(); `own`: the launch keeps this kernel alive (false for those the kernel keeps itself).
+  PreparedLaunch prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs, bool own) const;
   std::shared_ptr<State> state_;
 };
 
@@ -59,6 +69,8 @@ class Kernel {
 /// `schedule` field that does not apply to the contiguous inputs' kernel is a UsageError naming
 /// it; other stride classes (whose kernel kind may differ) take the fields that apply to theirs.
 /// With the default schedule, a winner the tuner stored (`mxjit explore`) is used where one exists.
+/// The kernel is loaded now where a GPU of `target`'s architecture is present; for another
+/// architecture (or without a GPU) it is compiled only, and a launch loads it.
 Kernel jit(const Pipeline& p, const Target& target, const Schedule& schedule);
 /// jit() with the default schedule.
 inline Kernel jit(const Pipeline& p, const Target& target) { return jit(p, target, Schedule{}); }

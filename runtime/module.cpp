@@ -98,6 +98,13 @@ void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t s
           "cuLaunchKernel");
 }
 
+std::pair<void*, void*> LoadedKernel::function(unsigned smem_bytes) const {
+  if (!state_) throw UsageError("LoadedKernel::function: no kernel is loaded");
+  std::lock_guard lock(state_->mutex);
+  const State::Entry& e = state_->entry(smem_bytes);
+  return {static_cast<void*>(e.ctx), static_cast<void*>(e.fn)};
+}
+
 unsigned LoadedKernel::resident_ctas(unsigned threads, unsigned smem_bytes) const {
   if (!state_) throw UsageError("LoadedKernel::resident_ctas: no kernel is loaded");
   Driver& d = Driver::get();

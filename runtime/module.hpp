@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace mxjit::detail {
 
@@ -35,6 +36,10 @@ class LoadedKernel {
   /// context's GPU holds at once (multiprocessors x the occupancy calculator's CTAs per SM, at
   /// least 1): the grid of a persistent kernel. Cached per context. Thread-safe.
   unsigned resident_ctas(unsigned threads, unsigned smem_bytes) const;
+  /// The current context (GPU 0's primary context when none is current) and this kernel's
+  /// CUfunction in it, dynamic shared memory opted into up to `smem_bytes`: what a prepared launch
+  /// keeps so that each launch is one cuLaunchKernel. Driver handles as void*. Thread-safe.
+  std::pair<void*, void*> function(unsigned smem_bytes) const;
   /// The kernel's name.
   const std::string& name() const noexcept;
   /// True when a kernel is loaded.

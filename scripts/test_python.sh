@@ -3,7 +3,8 @@
 #   1. a venv (build/py-venv) with torch==2.11.*, torchao 0.18, numpy, pytest from PyPI;
 #   2. `pip install .` that reuses the C++ build: build/ is installed to build/py-prefix and linked
 #      (MXJIT_PREBUILT), so only the extension's few files compile;
-#   3. pytest tests/python (GPU tests skip without a GPU), against the installed package.
+#   3. pytest tests/python (GPU tests skip without a GPU), against the installed package; every
+#      failure is named in the summary (-rfE) and in build/pytest-junit.xml (JUnit XML).
 #
 #   scripts/test_python.sh [pytest args...]
 #
@@ -20,6 +21,7 @@ if [ ! -f build/CMakeCache.txt ]; then
   exit 1
 fi
 venv=${MXJIT_PY_VENV:-build/py-venv}
+case "$venv" in /*) ;; *) venv="$root/$venv" ;; esac  # pytest runs from build/
 if [ ! -x "$venv/bin/python" ]; then
   "${MXJIT_PYTHON:-python3}" -m venv "$venv"
 fi
@@ -39,5 +41,5 @@ stamp "mxjit installed into $venv"
 # From outside the source tree, so that `import mxjit` is the installed package.
 cd "$root/build"
 MXJIT_HASH_CORPUS="$root/build/tests/mxjit_hash_corpus" MXJIT_CACHE_DIR="$root/build/py-test-cache" \
-  "$py" -m pytest -p no:cacheprovider -q "$root/tests/python" "$@"
+  "$py" -m pytest -p no:cacheprovider -q -rfE --junitxml="$root/build/pytest-junit.xml" "$root/tests/python" "$@"
 stamp "pytest done"

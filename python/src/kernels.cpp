@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -244,17 +245,22 @@ class PyKernel {
               nb::handle dtypes) {
     Views v = make_views(pipeline_, ptrs, shapes, strides, dtypes, DeviceKind::cuda, device);
     check_ordinal(device);
-    const Kernel* k = per_device_[size_t(device)].load(std::memory_order_acquire);
     nb::gil_scoped_release nogil;
     Driver& d = Driver::get();
     DeviceSlot& slot = device_slot(device);
     ContextGuard context(d, slot);
     CaptureRelax relax(d, stream);
+    for_device(device, slot)(stream, v.in, v.out, workspace);
+  }
+
+  /// The Kernel of GPU `device`'s architecture (compiled and loaded on first use). Call without the GIL.
+  const Kernel& for_device(int device, const DeviceSlot& slot) {
+    const Kernel* k = per_device_[size_t(device)].load(std::memory_order_acquire);
     if (!k) {
       k = &for_arch(slot.arch);
       per_device_[size_t(device)].store(k, std::memory_order_release);
     }
-    (*k)(stream, v.in, v.out, workspace);
+    return *k;
   }
 
   /// Microseconds per Kernel::operator() call in a C++ loop on these views (bench/python only).
@@ -342,6 +348,82 @@ class PyKernel {
   std::array<std::atomic<const Kernel*>, kMaxDevices> per_device_{};
 };
 
+/// One launch geometry of a PyKernel on one GPU (Kernel.prepare): the views' extents, strides and
+/// dtypes, checked on the first launch of each 16-byte alignment class of the inputs (which picks the
+/// kernel) and prepared (Kernel::prepare); later launches only check and patch the pointers
+/// (PreparedLaunch). The fast path holds the GIL (a launch does not block) and allocates nothing.
+class PyPrepared {
+ public:
+  static constexpr size_t kMaxPointers = 32;
+  static constexpr size_t kMaskInputs = 6;  // inputs whose alignment bits pick a slot (more: Kernel::operator())
+
+  PyPrepared(nb::object owner, PyKernel& k, int device, Views geometry)
+      : owner_(std::move(owner)), k_(k), device_(device), views_(std::move(geometry)),
+        n_(views_.in.size() + views_.out.size()) {}
+
+  size_t pointers() const { return n_; }
+
+  void launch(uint64_t stream, nb::handle ptrs, uint64_t workspace) {
+    uint64_t p[kMaxPointers];
+    PyObject* seq = ptrs.ptr();
+    if (seq_size(seq, "ptrs") != Py_ssize_t(n_))
+      throw UsageError("launch: ptrs needs one device address per input and output (" + std::to_string(views_.in.size()) +
+                       " + " + std::to_string(views_.out.size()) + "), got " + std::to_string(seq_size(seq, "ptrs")));
+    for (size_t i = 0; i < n_; ++i) p[i] = uint64_t(as_i64(item(seq, Py_ssize_t(i)), "ptrs"));
+    const std::span<const uint64_t> all(p, n_);
+    Driver& d = Driver::get();
+    DeviceSlot& slot = device_slot(device_);
+    ContextGuard context(d, slot);
+    if (views_.in.size() > kMaskInputs) return slow(stream, all, workspace, slot);
+    unsigned mask = 0;
+    for (size_t i = 0; i < views_.in.size(); ++i) mask |= unsigned(p[i] % 16 == 0) << i;
+    const PreparedLaunch* pl = by_mask_[mask].load(std::memory_order_acquire);
+    if (!pl) pl = prepare(stream, all, mask, slot);
+    (*pl)(stream, all, workspace);
+  }
+
+ private:
+  // Views of the geometry at `ptrs`.
+  Views at(std::span<const uint64_t> ptrs) const {
+    Views v = views_;
+    for (size_t i = 0; i < n_; ++i)
+      (i < v.in.size() ? v.in[i] : v.out[i - v.in.size()]).data =
+          reinterpret_cast<void*>(static_cast<uintptr_t>(ptrs[i]));
+    return v;
+  }
+
+  // First launch of an alignment class: checks every view, compiles or loads on a miss (GIL released;
+  // relaxed capture mode while `stream` captures), and keeps the prepared launch for the class.
+  const PreparedLaunch* prepare(uint64_t stream, std::span<const uint64_t> ptrs, unsigned mask, DeviceSlot& slot) {
+    const Views v = at(ptrs);
+    nb::gil_scoped_release nogil;
+    Driver& d = Driver::get();
+    CaptureRelax relax(d, stream);
+    PreparedLaunch pl = k_.for_device(device_, slot).prepare(v.in, v.out);
+    std::lock_guard lock(mutex_);
+    if (const PreparedLaunch* kept = by_mask_[mask].load(std::memory_order_acquire)) return kept;
+    const PreparedLaunch* kept = &kept_.emplace_back(std::move(pl));
+    by_mask_[mask].store(kept, std::memory_order_release);
+    return kept;
+  }
+
+  void slow(uint64_t stream, std::span<const uint64_t> ptrs, uint64_t workspace, DeviceSlot& slot) {
+    const Views v = at(ptrs);
+    nb::gil_scoped_release nogil;
+    CaptureRelax relax(Driver::get(), stream);
+    k_.for_device(device_, slot)(stream, v.in, v.out, workspace);
+  }
+
+  nb::object owner_;  // the Python Kernel, kept alive
+  PyKernel& k_;
+  int device_;
+  Views views_;  // data null
+  size_t n_;
+  std::mutex mutex_;
+  std::deque<PreparedLaunch> kept_;  // stable addresses
+  std::array<std::atomic<const PreparedLaunch*>, size_t(1) << kMaskInputs> by_mask_{};
+};
+
 namespace {
 
 // Runs `work(i)` for i in [0, n) on up to `threads` threads (0: one per core); rethrows the first error.
@@ -398,6 +480,21 @@ void bind_kernels(nb::module_& m) {
            "Launches on the CUstream `stream` (an int) of GPU `device`. ptrs/shapes/strides: one entry per "
            "input then output (device addresses; extents; strides in elements); dtypes: DType per entry, "
            "default as declared. Every view is checked first (UsageError names the argument).")
+      .def("prepare",
+           [](nb::handle self, int device, nb::handle shapes, nb::handle strides, nb::handle dtypes) {
+             PyKernel& k = nb::cast<PyKernel&>(self);
+             check_ordinal(device);
+             const Py_ssize_t n = seq_size(shapes.ptr(), "shapes");
+             nb::tuple none = nb::steal<nb::tuple>(PyTuple_New(n));
+             for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(none.ptr(), i, PyLong_FromLong(0));
+             Views v = make_views(k.pipeline(), none, shapes, strides, dtypes, DeviceKind::cuda, device);
+             if (v.in.size() + v.out.size() > PyPrepared::kMaxPointers)
+               throw UsageError("prepare: more than " + std::to_string(PyPrepared::kMaxPointers) + " tensors");
+             return new PyPrepared(nb::borrow(self), k, device, std::move(v));
+           },
+           nb::arg("device"), nb::arg("shapes"), nb::arg("strides"), nb::arg("dtypes") = nb::none(),
+           "A Prepared launch of this geometry on GPU `device` (shapes/strides/dtypes as launch takes them): "
+           "its launch(stream, ptrs) checks the views once per alignment class, then only the pointers.")
       .def("run_host", &PyKernel::run_host, nb::arg("ptrs"), nb::arg("shapes"), nb::arg("strides"),
            nb::arg("dtypes") = nb::none(), nb::arg("threads") = 0,
            "Runs on host memory: the LLVM CPU backend when built and it lowers the pipeline, else the reference. "
@@ -416,6 +513,13 @@ void bind_kernels(nb::module_& m) {
              nb::gil_scoped_release nogil;
              return k.for_arch(arch).source();
            }, nb::arg("arch"), "The generated CUDA C++ for the default (contiguous) stride class.");
+
+  nb::class_<PyPrepared>(m, "Prepared",
+                         "Kernel.launch for one geometry (Kernel.prepare): per launch only the pointers are checked.")
+      .def_prop_ro("pointers", &PyPrepared::pointers, "Device addresses a launch takes (inputs, then outputs).")
+      .def("launch", &PyPrepared::launch, nb::arg("stream"), nb::arg("ptrs"), nb::arg("workspace") = 0,
+           "Launches on the CUstream `stream` with the tensors at `ptrs` (ints: inputs, then outputs). A bad "
+           "pointer (null, misaligned, overlapping) raises UsageError naming the argument; nothing is launched.");
 
   m.def("jit", [](const Pipeline& p) { return new PyKernel(p); }, nb::arg("pipeline"),
         "A Kernel for `pipeline`; compiles lazily per GPU architecture (see warmup and Kernel.compile).");

@@ -19,16 +19,17 @@ namespace mxjit::test {
 /// `shape`), and compares every output byte, then checks that the GPU left the 64 guard bytes
 /// after each output alone. `gpu_inputs`, when given, is what the GPU gets instead (e.g. offsets
 /// it must clamp where the reference gets the clamped ones). `out_shift` places every GPU output
-/// that many bytes past an aligned address (the kernels' unaligned-store paths). Returns the
-/// number of bad bytes.
+/// that many bytes past an aligned address (the kernels' unaligned-store paths), `in_shift` every GPU
+/// input (unaligned loads). Returns the number of bad bytes.
 inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>& inputs, const std::string& label,
                                        std::vector<int64_t> shape = {}, int64_t groups = 0,
-                                       std::vector<HostTensor>* gpu_inputs = nullptr, size_t out_shift = 0) {
+                                       std::vector<HostTensor>* gpu_inputs = nullptr, size_t out_shift = 0,
+                                       size_t in_shift = 0) {
   const Pipeline& p = k.pipeline();
   std::vector<TensorView> host_in, dev_in;
   std::vector<DeviceTensor> dev_in_store;
   for (HostTensor& h : inputs) host_in.push_back(h.v);
-  for (HostTensor& h : gpu_inputs ? *gpu_inputs : inputs) dev_in_store.push_back(DeviceTensor::of(h));
+  for (HostTensor& h : gpu_inputs ? *gpu_inputs : inputs) dev_in_store.push_back(DeviceTensor::of(h, in_shift));
   for (DeviceTensor& d : dev_in_store) dev_in.push_back(d.v);
   for (size_t i = 0; i < p.inputs().size() && shape.empty(); ++i)
     if (p.inputs()[i].kind == InputDecl::tensor) shape = inputs[i].v.shape;

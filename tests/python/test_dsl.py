@@ -162,6 +162,24 @@ def test_launch_without_a_gpu_is_a_cuda_error():
     assert "GPU" in str(e.value)
 
 
+def test_prepare_checks_its_arguments_and_launch_needs_a_gpu():
+    k = mx.jit(python_corpus()["dim1_blocked"])
+    shapes, strides = ((32, 32), (32, 32), (1024,)), ((32, 1), (1, 32), (1,))
+    with pytest.raises(mx.UsageError, match="one entry per input and output"):
+        k.prepare(0, shapes[:2], strides[:2])
+    with pytest.raises(mx.UsageError, match="tensor 1 has 2 extents but 1 strides"):
+        k.prepare(0, shapes, ((32, 1), (1,), (1,)))
+    with pytest.raises(mx.UsageError, match="device -1: not a CUDA device ordinal"):
+        k.prepare(-1, shapes, strides)
+    pl = k.prepare(0, shapes, strides)
+    assert pl.pointers == 3
+    if not mx.gpu_available():
+        with pytest.raises(mx.CudaError):
+            pl.launch(0, (16, 4096, 8192))
+    with pytest.raises(mx.UsageError, match=r"ptrs needs one device address per input and output \(1 \+ 2\), got 2"):
+        pl.launch(0, (16, 4096))
+
+
 def test_import_needs_neither_torch_nor_a_gpu():
     code = "import sys, mxjit; mxjit.parse_pipeline('bf16[2] -> mxfp8.e4m3'); assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})

@@ -177,7 +177,8 @@ def test_compile_reduce_overhead_zero_cudagraph_skips():
 
     def f(x):
         q, s = mxt.to_mxfp8_dim1(x * 1.5)
-        return q.view(torch.uint8).float().sum() + s.view(torch.uint8).float().sum()
+        # Integer sums: exact in any reduction order (a float32 sum of 2^17 bytes is not).
+        return q.view(torch.uint8).long().sum() + s.view(torch.uint8).long().sum()
 
     cf = torch.compile(f, mode="reduce-overhead", fullgraph=True)
     x = rand((512, 256), seed=14).cuda()
@@ -221,3 +222,32 @@ def test_warmup_and_cache_counters():
              ((64, 64), (64, 64), (64, 2)), ((64, 1), (64, 1), (2, 1)))
     torch.cuda.synchronize()
     assert mxjit.cache_stats()["compiles"] == before["compiles"]  # the launch compiled nothing more
+
+
+def test_prepared_launch_checks_pointers_and_follows_the_alignment_class():
+    k = mxjit.jit(mxjit.parse_pipeline("bf16[2] -> mxfp8.e4m3 rceil blocks(1,32)"))
+    stream = torch.cuda.current_stream().cuda_stream
+    shapes, strides = ((64, 64), (64, 64), (64, 2)), ((64, 1), (64, 1), (2, 1))
+    pl = k.prepare(0, shapes, strides)
+    x = rand((64, 64), seed=16)
+    want = mxt.to_mxfp8_dim0(x)
+    buf = torch.empty(64 * 64 + 16, dtype=torch.bfloat16, device="cuda")
+    for offset in (0, 1, 8, 0, 1):  # elements: 16-byte aligned, 2 bytes past, 16 past, ...
+        xd = buf[offset:offset + 64 * 64].view(64, 64)
+        xd.copy_(x)
+        q = torch.full((64, 64), 0x5A, dtype=torch.uint8, device="cuda")
+        s = torch.full((64, 2), 0x5A, dtype=torch.uint8, device="cuda")
+        pl.launch(stream, (xd.data_ptr(), q.data_ptr(), s.data_ptr()))
+        torch.cuda.synchronize()
+        assert torch.equal(q.cpu(), want[0].view(torch.uint8)), offset
+        assert torch.equal(s.cpu(), want[1].view(torch.uint8)), offset
+    xp, qp, sp = xd.data_ptr(), q.data_ptr(), s.data_ptr()
+    bad = [((0, qp, sp), "input 'x': data pointer is null"),
+           ((xp + 1, qp, sp), "input 'x': data pointer is not aligned to its 2-byte element"),
+           ((xp, qp, qp + 8), "output 's': overlaps output 'q'"),
+           ((xp, xp + 64, sp), "output 'q': overlaps input 'x'")]
+    for ptrs, msg in bad:
+        with pytest.raises(mxjit.UsageError, match=msg):
+            pl.launch(stream, ptrs)
+        with pytest.raises(mxjit.UsageError, match=msg):  # the same message as the unprepared launch
+            k.launch(stream, 0, ptrs, shapes, strides)

@@ -123,23 +123,24 @@ def fake(spec_fn: Callable, returns_list: bool = False) -> Callable:
 
 class _Plan(NamedTuple):
     """A memoized spec without tensors: where its inputs are in the op's arguments, the launch order
-    of the written outputs and their views (see real())."""
+    of the written outputs, and how the cast runs on this geometry (see real())."""
 
     spec: Spec
     positions: tuple  # per input: (argument index, index in a list argument or -1)
     written: tuple    # indices into spec.outs with a slot, in slot order
-    view_shapes: list
-    view_strides: list
     device: torch.device
     cuda_index: int   # -1 on the CPU
+    launch: Optional[Callable]  # CUDA: Prepared.launch(stream, ptrs[, workspace]) of this geometry
+    shapes: tuple     # CPU: extents and strides of the inputs then the written outputs (run_host)
+    strides: tuple
 
 
-_MEMO_LIMIT = 4096  # distinct (op arguments, shapes) kept per op before the memo starts over
+_MEMO_LIMIT = 4096  # distinct (op arguments, shapes, strides) kept per op before the memo starts over
 
 
 def _meta(a):
     if isinstance(a, torch.Tensor):
-        return (a.dtype, a.device, a.shape)
+        return (a.dtype, a.device, a.shape, a.stride())
     if isinstance(a, list):
         return tuple(_meta(t) for t in a)
     return a
@@ -160,11 +161,45 @@ def _positions(inputs, args) -> tuple:
     return tuple(out)
 
 
+def _kernel_strides(t: torch.Tensor) -> tuple:
+    """t's strides as the kernel takes them: an axis of extent 1 with stride 0 is never stepped along
+    (longer ones with stride 0 are refused by the checks)."""
+    st = t.stride()
+    if 0 in st:
+        return tuple(1 if d == 0 and n == 1 else d for d, n in zip(st, t.shape))
+    return tuple(st)
+
+
+def _plan(spec_fn: Callable, args) -> _Plan:
+    """The plan of one call's geometry: its spec (which checks the arguments) and, for a cast, the
+    extents and strides of every view and the prepared launch on the tensors' GPU."""
+    spec = spec_fn(*args)
+    written = tuple(sorted((i for i, o in enumerate(spec.outs) if o.slot is not None),
+                           key=lambda i: spec.outs[i].slot))
+    device = _device_of(args)
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+    elif device.type == "cpu":
+        index = -1
+    else:
+        raise RuntimeError(f"mxjit: tensors on {device} are not supported (CUDA or CPU)")
+    shapes = tuple(tuple(t.shape) for t in spec.inputs) + tuple(tuple(spec.outs[i].view_shape) for i in written)
+    strides = tuple(_kernel_strides(t) for t in spec.inputs) + tuple(tuple(spec.outs[i].view_strides)
+                                                                     for i in written)
+    launch = None
+    if index >= 0 and spec.cast is not None and spec.domain_numel != 0:
+        launch = spec.cast.kernel.prepare(index, shapes, strides).launch
+    return _Plan(spec._replace(inputs=()), _positions(spec.inputs, args), written, device, index, launch, shapes,
+                 strides)
+
+
 def real(spec_fn: Callable, returns_list: bool = False) -> Callable:
     """The CUDA and CPU kernel of an op: its spec's outputs, written by the kernel.
 
-    Specs depend only on the arguments' dtypes, devices, shapes and non-tensor values, so each
-    distinct combination is computed (and checked) once and kept without its tensors.
+    Specs depend only on the arguments' dtypes, devices, shapes, strides and non-tensor values, so
+    each distinct combination is computed (and checked) once and kept without its tensors, with the
+    launch prepared for it: per call, the key, the outputs' allocation, the pointers and one launch
+    (which checks what depends on the pointers).
     """
     memo: dict = {}
 
@@ -172,19 +207,7 @@ def real(spec_fn: Callable, returns_list: bool = False) -> Callable:
         key = tuple([_meta(a) for a in args])
         plan = memo.get(key)
         if plan is None:
-            spec = spec_fn(*args)
-            written = tuple(sorted((i for i, o in enumerate(spec.outs) if o.slot is not None),
-                                   key=lambda i: spec.outs[i].slot))
-            device = _device_of(args)
-            if device.type == "cuda":
-                index = device.index if device.index is not None else torch.cuda.current_device()
-            elif device.type == "cpu":
-                index = -1
-            else:
-                raise RuntimeError(f"mxjit: tensors on {device} are not supported (CUDA or CPU)")
-            plan = _Plan(spec._replace(inputs=()), _positions(spec.inputs, args), written,
-                         [spec.outs[i].view_shape for i in written], [spec.outs[i].view_strides for i in written],
-                         device, index)
+            plan = _plan(spec_fn, args)
             if len(memo) >= _MEMO_LIMIT:
                 memo.clear()
             memo[key] = plan
@@ -203,30 +226,20 @@ def real(spec_fn: Callable, returns_list: bool = False) -> Callable:
 def run(plan: _Plan, ins: list, outs: list) -> None:
     """Runs the plan's cast on `ins` into the outputs that have a slot (in slot order)."""
     spec = plan.spec
-    cast = spec.cast
-    written = [outs[i] for i in plan.written]
-    if spec.domain_numel == 0:  # nothing to cast: padding and scales of no element are zero
-        for t in written:
-            t.zero_()
-        return
     ptrs = [t.data_ptr() for t in ins]
-    ptrs += [t.data_ptr() for t in written]
-    shapes = [t.shape for t in ins]
-    shapes += plan.view_shapes
-    strides = [t.stride() for t in ins]
-    for i, st in enumerate(strides):
-        if 0 in st:  # an axis of extent 1 with stride 0: never stepped along (longer ones are refused)
-            strides[i] = tuple(1 if d == 0 and n == 1 else d for d, n in zip(st, ins[i].shape))
-    strides += plan.view_strides
-    index = plan.cuda_index
-    if index >= 0:
-        if cast.workspace:
+    ptrs += [outs[i].data_ptr() for i in plan.written]
+    if plan.launch is not None:
+        index = plan.cuda_index
+        if spec.cast.workspace:
             ws = torch.empty(16, dtype=torch.uint8, device=plan.device)  # torch's (graph-aware) allocator
-            cast.kernel.launch(_raw_stream(index), index, ptrs, shapes, strides, ws.data_ptr())
+            plan.launch(_raw_stream(index), ptrs, ws.data_ptr())
         else:
-            cast.kernel.launch(_raw_stream(index), index, ptrs, shapes, strides)
+            plan.launch(_raw_stream(index), ptrs)
+    elif spec.domain_numel == 0:  # nothing to cast: padding and scales of no element are zero
+        for i in plan.written:
+            outs[i].zero_()
     else:
-        cast.kernel.run_host(ptrs, shapes, strides)
+        spec.cast.kernel.run_host(ptrs, plan.shapes, plan.strides)
 
 
 def _device_of(args) -> torch.device:
