@@ -108,6 +108,8 @@ struct Node {
   Nvfp4Convention convention = Nvfp4Convention::te;
   uint64_t seed = 0, offset = 0;  ///< stochastic rounding
   bool flush_subnormals = false;  ///< quantize: FP32 subnormal inputs become +-0 first
+  int depth = 1;                  ///< nesting depth of the expression under this node (filled by the builder)
+  int64_t tree_nodes = 1;         ///< nodes under this one, a shared subexpression counted at every use
 };
 
 /// Canonical one-line text of a node and everything under it (used for printing and hashing).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 namespace {
@@ -306,6 +307,9 @@ class Parser {
       const std::string_view after = casts_.empty() ? "'->'" : "';'";
       if (pos_ == toks_.size()) fail(end_at(), fmt::format("expected a recipe after {} ({})", after, kRecipeList));
       const Token& t = toks_[pos_];
+      if (casts_.size() == size_t(kMaxOutputs / 2))
+        fail(t.at, fmt::format("a spec has at most {} casts (a pipeline has at most {} outputs); split it",
+                               kMaxOutputs / 2, kMaxOutputs));
       CastSpec c;
       for (const Recipe& r : kRecipes)
         if (r.name == t.text) c.recipe = &r;

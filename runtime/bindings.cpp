@@ -1,10 +1,13 @@
 #include "runtime/bindings.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit::detail {
 namespace {
@@ -38,6 +41,7 @@ void check_common(const Arg& arg, const TensorView& v, DType dtype, size_t rank,
   if (v.device != device)
     throw UsageError(fmt::format("{}: is on {} but this launch runs on {}", what(), device_name(v.device),
                                  device_name(device)));
+  check_view_size(what(), v);
   if (v.numel() > 0 && v.data == nullptr) throw UsageError(fmt::format("{}: data pointer is null", what()));
   if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(dtype) != 0)
     throw UsageError(fmt::format("{}: data pointer is not aligned to its {}-byte element", what(), dtype_size(dtype)));
@@ -66,6 +70,23 @@ bool codes_packed(const Pipeline& p, const std::string& codes) {
 }
 
 }  // namespace
+
+void check_view_size(const std::string& what, const TensorView& v) {
+  checked_element_count(what, v.shape);
+  if (v.numel() == 0) return;
+  // The last byte a view addresses must be representable, or the offsets computed from its
+  // strides would wrap.
+  std::optional<int64_t> last = 0;
+  for (size_t a = 0; a < v.shape.size() && last; ++a) {
+    const std::optional<int64_t> step = checked_mul(v.shape[a] - 1, v.strides[a]);
+    last = step ? checked_add(*last, *step) : std::nullopt;
+  }
+  if (last) last = checked_add(*last, 1);
+  if (last) last = checked_mul(*last, int64_t(dtype_size(v.dtype)));
+  if (!last || uint64_t(*last) > UINTPTR_MAX - reinterpret_cast<uintptr_t>(v.data))
+    throw UsageError(fmt::format("{}: extents [{}] with strides [{}] reach past the end of the address space", what,
+                                 fmt::join(v.shape, ","), fmt::join(v.strides, ",")));
+}
 
 Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                        DeviceKind device) {

@@ -142,7 +142,13 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
     if (const int64_t bytes = b.outputs[size_t(o)].storage_bytes; bytes > 0)
       drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, size_t(bytes),
                                     reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
-  if (b.empty) return;
+  // An empty domain has nothing to compute but the scales of jagged groups over an empty axis
+  // (each an empty, zero block): launch only when the kernel has bytes of its own to write.
+  bool work = !b.empty;
+  for (size_t o = 0; o < b.outputs.size() && !work; ++o)
+    work = b.outputs[o].storage_bytes > 0 &&
+           std::find(plan.zero_outputs.begin(), plan.zero_outputs.end(), int(o)) == plan.zero_outputs.end();
+  if (!work) return;
   for (size_t o = 0; o < b.outputs.size(); ++o)
     if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
       throw UsageError(fmt::format("launch: output '{}': a blocked scale tensor of {} bytes; the kernels address "

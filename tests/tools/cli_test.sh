@@ -250,6 +250,40 @@ err "explore rounds" "--rounds: Value 0 not in range 1 to 100" 1 "$mxjit" explor
 err "no subcommand" "A subcommand is required" 1 "$mxjit"
 err "unknown subcommand" "unknown command 'cats' \\(commands: bench, cache, cast" 1 "$mxjit" cats
 
+# ---- hostile input (issue 36): never a crash, a hang or a wrong result ------------------------
+# bounded CMD...: at most 20 s and 4 GB of address space (a regression must not take the machine).
+bounded() { ( ulimit -v 4000000; exec timeout 20 "$@" ); }
+export MXJIT_CACHE_DIR="$work/cache_hostile"
+# 1. rank-1 casts through the direct kernel (blocks of 8 or more) generate and compile
+ok "rank 1 cubin sm_90a" bounded "$mxjit" compile --rank 1 --arch sm_90a --out "$work/r1.cubin"
+ok "rank 1 cubin sm_100a" bounded "$mxjit" compile --spec "f32[1] -> mxfp8.e4m3" --arch sm_100a --out "$work/r1b.cubin"
+# 2. blocks past the CPU backend's tile: the reference runs them (one notice), same bytes
+gen "$work/x64.npy" f32 64,64 c 36 adversarial
+for blk in 4294967296 2147483648x2; do
+  ok "block $blk on the reference" bounded "$mxjit" cast "$work/x64.npy" --block $blk --device reference --out-dir "$work/blk_ref"
+  ok "block $blk on --device cpu" bounded "$mxjit" cast "$work/x64.npy" --block $blk --device cpu --out-dir "$work/blk_cpu"
+  grep -q "^mxjit: note: CPU backend: blocks of .* exceed its tile of 2^22 values; running the CPU reference$" "$work/err.txt" \
+    && [ "$(wc -l <"$work/err.txt")" = 1 ] && pass || fail "block $blk: expected one notice: $(cat "$work/err.txt")"
+  same "block $blk: elems" "$work/blk_ref/elems.npy" "$work/blk_cpu/elems.npy"
+  same "block $blk: scales" "$work/blk_ref/scales.npy" "$work/blk_cpu/scales.npy"
+done
+# 7. a block past 2^40 is refused when the pipeline is built; past a GPU tile, when it is generated
+err "block past 2^40" "block size 4611686018427387904 exceeds the limit 2\^40" 1 \
+  bounded "$mxjit" compile --block 4611686018427387904 --arch sm_90a --out "$work/k7.cubin"
+err "block past a GPU tile" "GPU generator: blocks of 1x1099511627776 elements .* do not fit one tile" 1 \
+  bounded "$mxjit" compile --block 1099511627776 --arch sm_90a --out "$work/k7.cubin"
+# 4. an empty tensor costs O(1), whatever its other extents; its outputs are empty .npy files
+for shape in 0,4611686018427387904,4611686018427387904 4611686018427387904,4611686018427387904,0 0,1000000000; do
+  gen "$work/empty.npy" f32 "$shape" c 1
+  for dev in cpu reference; do
+    ok "empty [$shape] on $dev" bounded "$mxjit" cast "$work/empty.npy" --device $dev --out-dir "$work/empty_$dev"
+  done
+  same "empty [$shape]: elems" "$work/empty_cpu/elems.npy" "$work/empty_reference/elems.npy"
+  same "empty [$shape]: scales" "$work/empty_cpu/scales.npy" "$work/empty_reference/scales.npy"
+done
+grep -q "elems.npy |u1\[0,1000000000\]" "$work/out.txt" && pass || fail "empty: $(cat "$work/out.txt")"
+export MXJIT_CACHE_DIR="$work/cache_compile"
+
 ok "cache clear" "$mxjit" cache clear
 ok "cache ls after clear" "$mxjit" cache ls
 grep -q "^0 entries" "$work/out.txt" && pass || fail "cache ls after clear: $(cat "$work/out.txt")"

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "dsl/limits.hpp"
+
 namespace mxjit::tool {
 namespace {
 
@@ -164,10 +166,17 @@ class HeaderParser {
   size_t i_ = 0;
 };
 
-/// a * b, or nullopt on int64 overflow (both non-negative).
-std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
-  if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) return std::nullopt;
-  return a * b;
+/// Elements of `shape` (extents >= 0): 0 when one is 0, whatever the others; -1 past INT64_MAX.
+int64_t zero_aware_numel(const std::vector<int64_t>& shape) {
+  for (int64_t e : shape)
+    if (e == 0) return 0;
+  int64_t n = 1;
+  for (int64_t e : shape) {
+    const std::optional<int64_t> p = checked_mul(n, e);
+    if (!p) return -1;
+    n = *p;
+  }
+  return n;
 }
 
 uint32_t read_le(std::string_view b, size_t at, size_t n) {
@@ -190,20 +199,17 @@ std::string_view npy_descr(NpyType t) {
   return "?";
 }
 
-int64_t NpyArray::numel() const {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;  // decode_npy checked the product
-  return n;
-}
+int64_t NpyArray::numel() const { return std::max<int64_t>(zero_aware_numel(shape), 0); }  // decode_npy checked it
 
 std::vector<int64_t> NpyArray::strides() const {
+  // Past INT64_MAX (an empty array with huge other extents: nothing to address) strides are 0.
   std::vector<int64_t> st(shape.size(), 1);
   const size_t r = shape.size();
   for (size_t k = 1; k < r; ++k) {
     if (fortran_order)
-      st[k] = st[k - 1] * std::max<int64_t>(shape[k - 1], 1);
+      st[k] = checked_mul(st[k - 1], std::max<int64_t>(shape[k - 1], 1)).value_or(0);
     else
-      st[r - 1 - k] = st[r - k] * std::max<int64_t>(shape[r - k], 1);
+      st[r - 1 - k] = checked_mul(st[r - k], std::max<int64_t>(shape[r - k], 1)).value_or(0);
   }
   return st;
 }
@@ -233,12 +239,8 @@ NpyArray decode_npy(std::string_view bytes, std::string_view what) {
     throw NpyError(fmt::format("{}: malformed .npy header: it must end with a newline", what));
   NpyArray a = HeaderParser(header.substr(0, header.size() - 1), what).parse();
 
-  int64_t numel = 1;
-  for (int64_t e : a.shape) {
-    const auto n = checked_mul(numel, e);
-    if (!n) throw NpyError(fmt::format("{}: shape ({}) has too many elements", what, fmt::join(a.shape, ", ")));
-    numel = *n;
-  }
+  const int64_t numel = zero_aware_numel(a.shape);
+  if (numel < 0) throw NpyError(fmt::format("{}: shape ({}) has too many elements", what, fmt::join(a.shape, ", ")));
   const auto nbytes = checked_mul(numel, int64_t(npy_type_size(a.type)));
   if (!nbytes) throw NpyError(fmt::format("{}: shape ({}) has too many bytes", what, fmt::join(a.shape, ", ")));
   const size_t have = bytes.size() - preamble - header_len;
@@ -254,12 +256,10 @@ NpyArray decode_npy(std::string_view bytes, std::string_view what) {
 }
 
 std::string encode_npy(const NpyArray& a) {
-  int64_t numel = 1;
-  for (int64_t e : a.shape) {
-    const auto n = e < 0 ? std::nullopt : checked_mul(numel, e);
-    if (!n) throw NpyError(fmt::format("cannot write shape ({}): bad extents", fmt::join(a.shape, ", ")));
-    numel = *n;
-  }
+  for (int64_t e : a.shape)
+    if (e < 0) throw NpyError(fmt::format("cannot write shape ({}): bad extents", fmt::join(a.shape, ", ")));
+  const int64_t numel = zero_aware_numel(a.shape);
+  if (numel < 0) throw NpyError(fmt::format("cannot write shape ({}): bad extents", fmt::join(a.shape, ", ")));
   const auto want = checked_mul(numel, int64_t(npy_type_size(a.type)));
   if (!want || uint64_t(*want) != a.data.size())
     throw NpyError(fmt::format("cannot write shape ({}) of {}: {} data bytes given", fmt::join(a.shape, ", "),
