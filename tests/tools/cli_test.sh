@@ -91,6 +91,10 @@ if [ "$mode" = gpu ]; then
   gpu_vs_cpu fp6_floor "$work/x_f32.npy" --elem e3m2 --block 16 --amax
   gpu_vs_cpu int8_2d "$work/x_c.npy" --elem int8 --block 32x32
   gpu_vs_cpu fp32_scales "$work/x_c.npy" --scale fp32 --elem e5m2
+  # blocks whose amax rounds past FLT_MAX under EVEN (issue 36), dim0 and dim1
+  "$testgen" fill "$work/bmax.npy" bf16 64,64 7f7f || fail "testgen fill"
+  gpu_vs_cpu even_fltmax "$work/bmax.npy" --rule even --elem e2m1
+  gpu_vs_cpu even_fltmax_dim1 "$work/bmax.npy" --rule even --block-axis 0 --elems-layout col_major
   gpu_vs_cpu expert "$work/x3.npy" --block-axis 1 --elems-layout expert_col_major
   gpu_vs_cpu two_casts "$work/x_c.npy" --spec \
     "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4 amax"
@@ -266,6 +270,19 @@ for blk in 4294967296 2147483648x2; do
     && [ "$(wc -l <"$work/err.txt")" = 1 ] && pass || fail "block $blk: expected one notice: $(cat "$work/err.txt")"
   same "block $blk: elems" "$work/blk_ref/elems.npy" "$work/blk_cpu/elems.npy"
   same "block $blk: scales" "$work/blk_ref/scales.npy" "$work/blk_cpu/scales.npy"
+done
+# 3. a bf16 block of 0x7f7f rounds past FLT_MAX under EVEN: E4M3 byte 247, E2M1 253, INT8 254 (the
+#    reference once gave 118, 124, 126); the CPU backend gives the same bytes
+"$testgen" fill "$work/bmax.npy" bf16 4,64 7f7f || fail "testgen fill"
+for fe in e4m3:247 e2m1:253 int8:254; do
+  ok "even ${fe%:*} on the reference" "$mxjit" cast "$work/bmax.npy" --rule even --elem "${fe%:*}" --device reference \
+    --out-dir "$work/even_ref"
+  [ "$(tail -c 1 "$work/even_ref/scales.npy" | od -An -tu1 | tr -d ' ')" = "${fe#*:}" ] && pass \
+    || fail "even ${fe%:*}: scale byte $(tail -c 1 "$work/even_ref/scales.npy" | od -An -tu1), expected ${fe#*:}"
+  ok "even ${fe%:*} on --device cpu" "$mxjit" cast "$work/bmax.npy" --rule even --elem "${fe%:*}" --device cpu \
+    --out-dir "$work/even_cpu"
+  same "even ${fe%:*}: elems" "$work/even_ref/elems.npy" "$work/even_cpu/elems.npy"
+  same "even ${fe%:*}: scales" "$work/even_ref/scales.npy" "$work/even_cpu/scales.npy"
 done
 # 7. a block past 2^40 is refused when the pipeline is built; past a GPU tile, when it is generated
 err "block past 2^40" "block size 4611686018427387904 exceeds the limit 2\^40" 1 \
