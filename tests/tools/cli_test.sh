@@ -299,6 +299,15 @@ for shape in 0,4611686018427387904,4611686018427387904 4611686018427387904,46116
   same "empty [$shape]: scales" "$work/empty_cpu/scales.npy" "$work/empty_reference/scales.npy"
 done
 grep -q "elems.npy |u1\[0,1000000000\]" "$work/out.txt" && pass || fail "empty: $(cat "$work/out.txt")"
+# 5. layout draw checks every count: huge shapes are refused at once, a bad --cell by name
+err "draw (2^63-1)^2" "needs more than max_cells 65536 cells" 1 bounded "$mxjit" layout draw --layout blocked128x4 \
+  --shape 9223372036854775807,9223372036854775807 --out "$work/l1.svg"
+[ ! -e "$work/l1.svg" ] && pass || fail "draw (2^63-1)^2 wrote an SVG"
+err "draw 2^62 x 4" "needs more than max_cells 65536 cells" 1 bounded "$mxjit" layout draw --layout blocked128x4 \
+  --shape 4611686018427387904,4 --out "$work/l2.svg"
+err "draw --cell -5" "--cell: Value -5 not in range 8 to 256" 1 "$mxjit" layout draw --layout blocked128x4 --shape 36,5 \
+  --cell -5 --out "$work/l3.svg"
+ok "draw 36x5" "$mxjit" layout draw --layout blocked128x4 --shape 36,5 --out "$work/l4.svg"
 export MXJIT_CACHE_DIR="$work/cache_compile"
 
 ok "cache clear" "$mxjit" cache clear

@@ -83,7 +83,7 @@ Action setup(CLI::App& app) {
   c->draw->add_option("--rows-axis", c->rows_axis, "axis drawn downwards (default: rank-2)");
   c->draw->add_option("--cols-axis", c->cols_axis, "axis drawn across (default: rank-1)");
   c->draw->add_option("--groups", c->groups, "grouped layouts: group ends along the grouped axis, e.g. 130,130,135");
-  c->draw->add_option("--cell", c->cell, "cell size in pixels (default 30)");
+  c->draw->add_option("--cell", c->cell, "cell size in pixels (default 30)")->check(CLI::Range(8, 256));
   c->draw->add_flag("--no-strip", c->no_strip, "leave out the storage order strip");
   c->draw->add_option("--out", c->out, "SVG file to write")->required();
   return [c] { return run_draw(*c); };
