@@ -299,6 +299,17 @@ for shape in 0,4611686018427387904,4611686018427387904 4611686018427387904,46116
   same "empty [$shape]: scales" "$work/empty_cpu/scales.npy" "$work/empty_reference/scales.npy"
 done
 grep -q "elems.npy |u1\[0,1000000000\]" "$work/out.txt" && pass || fail "empty: $(cat "$work/out.txt")"
+# 6. the .npy reader checks the header before reading data, and reads only regular files
+err "/dev/zero" "cannot read '/dev/zero': it is not a regular file \(a device\)" 1 bounded "$mxjit" cast /dev/zero \
+  --out-dir "$work/o"
+mkfifo "$work/fifo.npy"
+err "a FIFO" "it is not a regular file \(a FIFO\)" 1 bounded "$mxjit" cast "$work/fifo.npy" --out-dir "$work/o"
+truncate -s 3G "$work/junk.npy"  # sparse: no disk blocks
+err "3 GB of junk" "junk.npy: not a \.npy file" 1 bounded "$mxjit" cast "$work/junk.npy" --out-dir "$work/o"
+cp "$work/x64.npy" "$work/long.npy" && truncate -s 3G "$work/long.npy"
+err "3 GB after a 64x64 header" "3221208960 unexpected bytes after the data of shape \(64, 64\)" 1 \
+  bounded "$mxjit" cast "$work/long.npy" --out-dir "$work/o"
+rm -f "$work/fifo.npy" "$work/junk.npy" "$work/long.npy"
 # 5. layout draw checks every count: huge shapes are refused at once, a bad --cell by name
 err "draw (2^63-1)^2" "needs more than max_cells 65536 cells" 1 bounded "$mxjit" layout draw --layout blocked128x4 \
   --shape 9223372036854775807,9223372036854775807 --out "$work/l1.svg"
