@@ -40,6 +40,19 @@ err() {
   else pass; fi
 }
 
+# fails DESC PATTERN CMD...: exit status 1 (a failure that is not the user's mistake), PATTERN
+# (grep -E) in stdout or stderr, and no crash.
+fails() {
+  local desc=$1 pattern=$2; shift 2
+  "$@" >"$work/out.txt" 2>"$work/err.txt"
+  local rc=$?
+  if [ "$rc" != 1 ]; then fail "$desc: exit $rc, expected 1: $*"; sed 's/^/  | /' "$work/err.txt"
+  elif ! grep -qE -- "$pattern" "$work/out.txt" "$work/err.txt"; then
+    fail "$desc: output lacks /$pattern/: $(cat "$work/out.txt" "$work/err.txt")"
+  elif grep -qiE "terminate|abort|segmentation|core dumped" "$work/err.txt"; then fail "$desc: crashed"
+  else pass; fi
+}
+
 # same DESC A B: the two files are byte-identical.
 same() {
   if cmp -s "$2" "$3"; then pass; else fail "$1: $2 and $3 differ"; fi
@@ -319,6 +332,47 @@ err "draw 2^62 x 4" "needs more than max_cells 65536 cells" 1 bounded "$mxjit" l
 err "draw --cell -5" "--cell: Value -5 not in range 8 to 256" 1 "$mxjit" layout draw --layout blocked128x4 --shape 36,5 \
   --cell -5 --out "$work/l3.svg"
 ok "draw 36x5" "$mxjit" layout draw --layout blocked128x4 --shape 36,5 --out "$work/l4.svg"
+# 8-10, 13. the cache tool says what is true
+export MXJIT_CACHE_DIR="$work/c"
+ok "cache with one entry" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/c.cu"
+cp "$work/c/kernels.sqlite" "$work/good.sqlite"
+fresh_cache() { rm -rf "$work/c"; mkdir -m 700 "$work/c"; cp "$work/good.sqlite" "$work/c/kernels.sqlite"; chmod 600 "$work/c/kernels.sqlite"; }
+poke() { printf "$2" | dd of="$work/c/kernels.sqlite" bs=1 seek="$1" conv=notrunc status=none; }  # poke OFFSET BYTES
+fresh_cache; poke 4101 '\xff\xff'  # page 2's cell content area past the page: quick_check fails at open
+fails "verify a damaged file" "^file damaged: fails quick_check \(\*\*\* in database main \*\*\* .*moved it aside to" \
+  "$mxjit" cache verify
+[ "$(grep -c . "$work/err.txt")" = 1 ] && pass || fail "verify a damaged file: $(cat "$work/err.txt")"  # one line
+ls "$work/c" | grep -q "kernels.sqlite.bad-" && pass || fail "verify a damaged file: not moved aside"
+fresh_cache; chmod 666 "$work/c/kernels.sqlite"
+fails "verify a cache writable by others" "^mxjit: error: cache verify: the disk cache is not usable .*nothing was checked" \
+  "$mxjit" cache verify
+fails "clear a cache writable by others" "^mxjit: error: cache clear: .*nothing was deleted" "$mxjit" cache clear
+rm -rf "$work/c"; mkdir -m 700 "$work/c"; mkfifo -m 600 "$work/c/kernels.sqlite"
+fails "verify a FIFO" "is not a regular file; using memory only" "$mxjit" cache verify
+rm -rf "$work/c"; mkdir -p -m 700 "$work/c/kernels.sqlite"
+fails "verify a directory" "is not a regular file; using memory only" "$mxjit" cache verify
+MXJIT_CACHE=off fails "verify a disabled cache" "the disk cache is disabled \(MXJIT_CACHE=off\); nothing was checked" \
+  "$mxjit" cache verify
+fresh_cache  # 9. a DELETE that fails (here: the journal past the file size limit) deletes nothing, exit 1
+fails "clear that cannot write" "cache clear: nothing was deleted" bash -c "ulimit -f 8; trap '' XFSZ; exec \"\$0\" cache clear" "$mxjit"
+ok "cache ls after a failed clear" "$mxjit" cache ls
+grep -q "^1 entry" "$work/out.txt" && pass || fail "failed clear: $(cat "$work/out.txt")"
+for fault in "18 \x05" "47 \x0c"; do  # 10. header damage SQLite survives read-only or "unsupported": moved aside once
+  fresh_cache; poke ${fault% *} "${fault#* }"
+  ok "header byte ${fault% *}: first use" "$mxjit" compile --rule even --arch sm_90a --emit cuda --out "$work/c.cu"
+  grep -q "has a damaged SQLite header.*moved it aside to" "$work/err.txt" && pass || fail "header byte ${fault% *}: $(cat "$work/err.txt")"
+  ok "header byte ${fault% *}: next use" "$mxjit" compile --rule ceil --arch sm_90a --emit cuda --out "$work/c.cu"
+  [ ! -s "$work/err.txt" ] && pass || fail "header byte ${fault% *}: still warns: $(cat "$work/err.txt")"
+  ok "header byte ${fault% *}: cache ls" "$mxjit" cache ls
+  grep -q "^2 entries" "$work/out.txt" && pass || fail "header byte ${fault% *}: $(cat "$work/out.txt")"
+done
+rm -rf "$work/c"  # 13. MXJIT_CACHE values it does not know: one warning naming the accepted ones, cache on
+MXJIT_CACHE=banana ok "MXJIT_CACHE=banana" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/c.cu"
+[ "$(cat "$work/err.txt")" = "mxjit: warning: MXJIT_CACHE='banana' is not one of 0, off, false, no (cache off) or 1, on, true, yes (cache on); keeping the kernel cache on" ] \
+  && [ -e "$work/c/kernels.sqlite" ] && pass || fail "MXJIT_CACHE=banana: $(cat "$work/err.txt")"
+rm -rf "$work/c"
+MXJIT_CACHE=" 0" ok "MXJIT_CACHE=' 0'" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/c.cu"
+[ ! -e "$work/c" ] && [ ! -s "$work/err.txt" ] && pass || fail "MXJIT_CACHE=' 0': the cache was used"
 export MXJIT_CACHE_DIR="$work/cache_compile"
 
 ok "cache clear" "$mxjit" cache clear
