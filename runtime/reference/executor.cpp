@@ -281,6 +281,8 @@ std::vector<int64_t> infer_domain(const Pipeline& p, std::span<const TensorView>
                    "dequantize codes");
 }
 
+void check_inputs(const Pipeline& p, std::span<const TensorView> inputs) { Run checked(p, inputs); }
+
 void run(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   if (outputs.size() != p.outputs().size()) {
     std::vector<std::string> names;

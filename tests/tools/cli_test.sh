@@ -332,6 +332,46 @@ err "draw 2^62 x 4" "needs more than max_cells 65536 cells" 1 bounded "$mxjit" l
 err "draw --cell -5" "--cell: Value -5 not in range 8 to 256" 1 "$mxjit" layout draw --layout blocked128x4 --shape 36,5 \
   --cell -5 --out "$work/l3.svg"
 ok "draw 36x5" "$mxjit" layout draw --layout blocked128x4 --shape 36,5 --out "$work/l4.svg"
+# 11. messages: the user's bad group ends on --device cpu are an error (no fallback note first);
+# spec errors escape control characters; --spec "" is an error; a write that fails (here: past
+# the file size limit, as on a full disk) exits 1 and leaves no file and no partial output line
+"$testgen" offsets "$work/offs_bad.npy" 10,5,64 || fail "testgen offsets"
+err "bad group ends on --device cpu" "^mxjit: error: offsets 'offs': group end \[1\] = 5 is below the previous end 10" 1 \
+  "$mxjit" cast "$work/x.npy" --scale fp32 --groups "$work/offs_bad.npy" --device cpu --out-dir "$work/o"
+err "spec with control characters" "unknown option '\\\\x1b\[31mred'" 3 "$mxjit" cast "$work/x.npy" \
+  --spec "$(printf 'bf16[2] -> mxfp8.e4m3 \033[31mred')" --out-dir "$work/o"
+! grep -q "$(printf '\033')" "$work/err.txt" && pass || fail "spec with control characters: a raw ESC on stderr"
+err "--spec ''" "spec:1:1: empty spec" 3 "$mxjit" cast "$work/x.npy" --spec "" --out-dir "$work/o"
+rm -rf "$work/full"
+fails "cast past the file size limit" "output 'q': cannot write '.*/full/elems.npy': File too large \(nothing was written\)" \
+  bash -c "ulimit -f 2; trap '' XFSZ; exec \"\$0\" cast \"\$1\" --device reference --out-dir \"\$2\"" "$mxjit" "$work/x.npy" "$work/full"
+[ -z "$(ls -A "$work/full")" ] && [ ! -s "$work/out.txt" ] && pass || fail "cast past the file size limit left: $(ls -A "$work/full") $(cat "$work/out.txt")"
+fails "compile past the file size limit" "--out '.*k_full.cu': cannot write .*File too large" \
+  bash -c "ulimit -f 2; trap '' XFSZ; exec \"\$0\" compile --arch sm_90a --emit cuda --out \"\$1\"" "$mxjit" "$work/k_full.cu"
+[ ! -e "$work/k_full.cu" ] && pass || fail "compile past the file size limit left a partial file"
+# 12. a spec of 3000 casts is refused at once
+err "3000 casts" "a spec has at most 8 casts" 3 bounded "$mxjit" compile --arch sm_90a --emit cuda \
+  --spec "bf16[2] -> $(for i in $(seq 2999); do printf 'mxfp8.e4m3 ; '; done)mxfp8.e4m3"
+# 14. two casts into one --out-dir at once leave the files of one of them, never a mix
+gen "$work/race_a.npy" bf16 1024,2048 c 21
+gen "$work/race_b.npy" bf16 1024,2048 c 22
+ok "race: a" "$mxjit" cast "$work/race_a.npy" --device reference --out-dir "$work/race_a"
+ok "race: b" "$mxjit" cast "$work/race_b.npy" --device reference --out-dir "$work/race_b"
+mixed=0
+for round in $(seq 20); do
+  rm -rf "$work/race"
+  "$mxjit" cast "$work/race_a.npy" --device reference --out-dir "$work/race" >/dev/null 2>&1 &
+  "$mxjit" cast "$work/race_b.npy" --device reference --out-dir "$work/race" >/dev/null 2>&1
+  wait
+  for w in a b; do
+    cmp -s "$work/race/elems.npy" "$work/race_$w/elems.npy" && e=$w
+    cmp -s "$work/race/scales.npy" "$work/race_$w/scales.npy" && sc=$w
+  done
+  [ "${e:-x}" = "${sc:-y}" ] || mixed=$((mixed + 1))
+  unset e sc
+done
+[ "$mixed" = 0 ] && [ "$(ls -A "$work/race" | wc -l)" = 2 ] && pass \
+  || fail "race: $mixed of 20 rounds mixed two casts' files; left: $(ls -A "$work/race")"
 # 8-10, 13. the cache tool says what is true
 export MXJIT_CACHE_DIR="$work/c"
 ok "cache with one entry" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/c.cu"

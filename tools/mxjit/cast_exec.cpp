@@ -64,6 +64,7 @@ std::vector<HostOutput> run_on_host(const Pipeline& p, const RunInputs& in, int 
     for (HostOutput& h : outs)
       views.push_back(TensorView::strided(h.storage.data(), h.dtype, h.geometry.view_shape, h.geometry.view_strides));
     detail::check_bindings(p, in.views, views, DeviceKind::cpu);
+    reference::check_inputs(p, in.views);  // e.g. group ends out of order: an error, not a fallback
     try {
       const cpu::CpuKernel k = cpu::cpu_jit(p);
       k(in.views, views, threads);

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <optional>
 #include <memory>
 
 #include <fmt/format.h>
@@ -131,13 +133,9 @@ Hash128 resolve_key(cache::DiskCache& c, std::string key) {
 
 int run_dump(cache::DiskCache& c, const std::string& key, const std::string& out) {
   const Hash128 k = resolve_key(c, key);
-  try {
-    if (!c.dump(k, out)) throw UsageError(fmt::format("no valid cache entry for key {}", k.hex()));
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(fmt::format("--out '{}': {}", out, e.what()));
-  }
+  const std::optional<cache::CacheEntry> e = c.get(k);  // verified (a bad entry is removed, with a warning)
+  if (!e) throw UsageError(fmt::format("no valid cache entry for key {}", k.hex()));
+  write_output_file(out, e->blob, fmt::format("--out '{}'", out));
   fmt::print("wrote the cubin of {} to {}\n", k.hex(), out);
   return kExitOk;
 }
