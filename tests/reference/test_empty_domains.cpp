@@ -51,3 +51,16 @@ TEST_CASE("empty domains: jagged groups over zero rows have zero-block scales") 
     }
   }
 }
+
+TEST_CASE("empty domains: prologues with scalars (found by the generator fuzzer)") {
+  // x * 1e-30 over an empty domain: the scalar's one value once made a one-element result, read
+  // from the empty tensor's values (a segfault).
+  auto x = input("x", DType::f16, rank(3));
+  const Expr v = x * 1e-30;
+  auto s = e8m0_scale(amax(blocks(v, 1, 2)), e3m2, ScaleRule::floor);
+  const Pipeline p = pipeline({output("q", cast(e3m2, v / s)), output("s", s), output("v", max(v, Expr(2.0)) + 1.0, DType::f32)});
+  std::vector<uint16_t> none(1);
+  const std::vector<test::HostOutput> outs =
+      test::run_reference(p, {TensorView::contiguous(none.data(), DType::f16, {0, 64, 64})}, {0, 64, 64});
+  for (const test::HostOutput& o : outs) CHECK(o.bytes.empty());
+}
