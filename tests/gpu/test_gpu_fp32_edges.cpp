@@ -15,7 +15,8 @@ using namespace mxjit::test;
 
 namespace {
 
-const ElemFormat kFormats[] = {e4m3, e5m2, e2m3, e3m2, e2m1, int8};
+// The standard formats, then user formats (fp(e,0): EVEN's tie is the integer bit's).
+const ElemFormat kFormats[] = {e4m3, e5m2, e2m3, e3m2, e2m1, int8, fp_format(1, 0), fp_format(4, 0), fp_format(3, 3)};
 const ScaleRule kRules[] = {ScaleRule::floor, ScaleRule::rceil, ScaleRule::ceil, ScaleRule::even};
 
 Pipeline single_cast(DType dt, int axis, ElemFormat f, ScaleRule rule, NanPolicy policy) {
