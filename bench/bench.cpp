@@ -478,11 +478,11 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
   fmt::print("{} ({}), copy bandwidth {:.0f} GB/s\n", info.name, nvrtc_arch(info.cc_major, info.cc_minor), copy);
   fmt::print("{:<32} {:>18} {:>10} {:>9} {:>8} {:>6}\n", "case", "shape", "us", "GB/s", "% copy", "check");
   const Target t = current_target();
-  const detail::Tuning tuning = o.tuning.empty() ? detail::Tuning{} : detail::Tuning::parse(o.tuning);
-  if (!o.tuning.empty()) fmt::print("every case with the plan tuning {}\n", tuning.str());
+  const Schedule schedule = o.schedule.empty() ? Schedule{} : Schedule::parse(o.schedule);
+  if (!o.schedule.empty()) fmt::print("every case with the schedule {}\n", schedule.str());
   for (const Case& c : cases(o)) {
     Pipeline p = c.make();
-    Kernel k = jit(p, t, tuning);
+    Kernel k = jit(p, t, schedule);
     BenchRow r;
     r.name = c.name;
     r.shape = fmt::format("{}", fmt::join(c.shape, "x"));
@@ -499,7 +499,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
   for (const Pair& pr : pv) {
     const Case c{pr.name, pr.make, pr.shape, Case::Input::row_major,
                  pr.shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}};
-    const Kernel ka = jit(pr.base(), t, tuning), kb = jit(pr.make(), t, tuning);
+    const Kernel ka = jit(pr.base(), t, schedule), kb = jit(pr.make(), t, schedule);
     const PairTiming tm = time_pair(ka, kb, c, std::max(o.repeats, 60));
     BenchRow r;
     r.name = pr.name;

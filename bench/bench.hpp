@@ -1,5 +1,5 @@
 #pragma once
-/// \file The benchmark program (DESIGN §8): copy bandwidth, then each cast case timed with CUDA
+/// \file The benchmark program (docs/design.md §8): copy bandwidth, then each cast case timed with CUDA
 /// events (warm-up, median of >= 20 runs, rotating inputs larger than L2, random non-zero data),
 /// each checked against the CPU reference on a small shape first. Prints a table; writes CSV,
 /// JSON and an SVG chart.
@@ -18,10 +18,10 @@ struct BenchOptions {
   int repeats = 20;            ///< timed runs per case (median reported)
   bool small_sweep = true;     ///< also the small-shape launch-overhead sweep
   bool large = true;           ///< the large shapes (>= 256 MiB inputs)
-  /// Plan parameters for every case, as `mxjit explore` prints them ("tune(...)"); "" = each
-  /// kernel's default, or the tuning `explore` stored for it. For profiling one plan (a tuning
-  /// a case's kernel kind does not take is an error naming it).
-  std::string tuning;
+  /// The schedule of every case, as `mxjit explore` prints it ("tune(...)"); "" = each kernel's
+  /// default, or the schedule `explore` stored for it. For profiling one plan (a field a case's
+  /// kernel kind does not take is an error naming it: pick the cases with --filter).
+  std::string schedule;
 };
 
 /// One measured row. Interleaved pairs (a cast against its baseline, launched alternately in

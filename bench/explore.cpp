@@ -40,22 +40,22 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, cons
   const Target t = current_target();
   struct Job {
     size_t variant;
-    detail::Tuning tuning;
+    Schedule schedule;
   };
   std::vector<Job> jobs;
-  std::vector<detail::Tuning> asked;
-  for (const std::string& text : options.tunings) asked.push_back(detail::Tuning::parse(text));
+  std::vector<Schedule> asked;
+  for (const std::string& text : options.schedules) asked.push_back(Schedule::parse(text));
   for (size_t v = 0; v < variants.size(); ++v) {
     const detail::StrideClass sc = detail::default_stride_class(variants[v].second);
-    if (options.tunings.empty()) {
-      for (const detail::Tuning& tu : detail::tuning_candidates(variants[v].second, t, sc)) jobs.push_back({v, tu});
+    if (options.schedules.empty()) {
+      for (const Schedule& s : detail::schedule_candidates(variants[v].second, t, sc)) jobs.push_back({v, s});
       continue;
     }
     for (size_t i = 0; i < asked.size(); ++i) {
       try {
         detail::make_plan(variants[v].second, t, sc, asked[i]);
       } catch (const UsageError& e) {
-        throw UsageError(fmt::format("explore: tuning '{}' does not apply to variant '{}': {}", options.tunings[i], variants[v].first,
+        throw UsageError(fmt::format("explore: schedule '{}' does not apply to variant '{}': {}", options.schedules[i], variants[v].first,
                                      e.what()));
       }
       jobs.push_back({v, asked[i]});
@@ -68,7 +68,7 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, cons
   int done = 0;
   for (int round = 0; round < options.rounds; ++round)
     for (size_t i = 0; i < jobs.size(); ++i) {
-      Kernel k = jit(variants[jobs[i].variant].second, t, jobs[i].tuning);
+      Kernel k = jit(variants[jobs[i].variant].second, t, jobs[i].schedule);
       Timing tm = time_kernel(k, shape, 15);
       us[i].push_back(tm.us);
       checked[i] = checked[i] && tm.checked;
@@ -76,21 +76,21 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, cons
       if (progress) progress(++done, int(jobs.size()) * options.rounds);
     }
   double best_given = 0;
-  detail::Tuning best_tuning;
+  Schedule best;
   for (size_t i = 0; i < jobs.size(); ++i) {
     std::sort(us[i].begin(), us[i].end());
     const double m = us[i][us[i].size() / 2];
-    res.rows.push_back({variants[jobs[i].variant].first, jobs[i].tuning.str(), m, 100.0 * bytes[i] / (m * 1e-6) / 1e9 / res.copy_gbps,
+    res.rows.push_back({variants[jobs[i].variant].first, jobs[i].schedule.str(), m, 100.0 * bytes[i] / (m * 1e-6) / 1e9 / res.copy_gbps,
                         bool(checked[i])});
     if (jobs[i].variant == 0 && checked[i] && (best_given == 0 || m < best_given)) {
       best_given = m;
-      best_tuning = jobs[i].tuning;
+      best = jobs[i].schedule;
     }
   }
   std::sort(res.rows.begin(), res.rows.end(), [](const ExploreRow& a, const ExploreRow& b) { return a.us < b.us; });
   if (options.store && best_given > 0) {
-    detail::store_tuning(p, t, detail::default_stride_class(p), detail::shape_class(shape), best_tuning);
-    res.stored = best_tuning.str();
+    detail::store_schedule(p, t, detail::default_stride_class(p), detail::shape_class(shape), best);
+    res.stored = best.str();
   }
   return res;
 }
@@ -108,7 +108,7 @@ std::string explore_svg(const ExploreResult& r, const std::string& title) {
     const ExploreRow& row = r.rows[i];
     const int y = 30 + bar * int(i);
     const double w = worst > 0 ? row.us / worst * width : 0;
-    s += fmt::format("<text x='{}' y='{}' text-anchor='end'>{} {}</text>\n", left - 6, y + 11, row.variant, row.tuning);
+    s += fmt::format("<text x='{}' y='{}' text-anchor='end'>{} {}</text>\n", left - 6, y + 11, row.variant, row.schedule);
     s += fmt::format("<rect x='{}' y='{}' width='{:.1f}' height='{}' fill='{}'/>\n", left, y + 2, w, bar - 4,
                      i == 0 ? "#3a7" : (row.checked ? "#79b" : "#d44"));
     s += fmt::format("<text x='{:.1f}' y='{}'>{:.1f} us ({:.0f}%)</text>\n", left + w + 4, y + 11, row.us, row.pct_copy);

@@ -13,7 +13,7 @@ namespace mxjit::bench {
 /// One measured variant.
 struct ExploreRow {
   std::string variant;  ///< "as given" or the layout change, e.g. "s:blocked128x4"
-  std::string tuning;   ///< the plan parameters (Tuning::str())
+  std::string schedule;  ///< the schedule (Schedule::str())
   double us = 0, pct_copy = 0;
   bool checked = false;
 };
@@ -22,15 +22,15 @@ struct ExploreRow {
 struct ExploreResult {
   std::vector<ExploreRow> rows;
   double copy_gbps = 0;
-  std::string stored;  ///< the tuning stored for the pipeline as given ("" when not stored)
+  std::string stored;  ///< the schedule stored for the pipeline as given ("" when not stored)
 };
 
 /// What to sweep besides the pipeline and shape.
 struct ExploreOptions {
   bool layout_variants = true;  ///< also the other scale layouts of every byte-scale output
   bool store = true;            ///< store the fastest plan of the pipeline as given
-  /// Only these plans (each variant), instead of the tuner's candidates: an A/B of chosen plans.
-  std::vector<std::string> tunings;
+  /// Only these schedules (each variant), instead of the tuner's candidates: an A/B of chosen ones.
+  std::vector<std::string> schedules;
   /// Every (variant, plan) timed this many times, the rounds interleaved (one pass over all of
   /// them per round, so that a drift of the GPU's clock or temperature hits every plan alike);
   /// a row reports the median of its rounds. Each timing is a whole time_kernel (its own buffers
@@ -40,7 +40,7 @@ struct ExploreOptions {
 };
 
 /// Measures `p` on a random row-major input of `shape`; `progress(done, total)` after each
-/// timing. Throws UsageError for a tuning that does not parse or does not apply to the pipeline.
+/// timing. Throws UsageError for a schedule that does not parse or does not apply to the pipeline.
 ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, const ExploreOptions& options,
                       const std::function<void(int, int)>& progress = {});
 

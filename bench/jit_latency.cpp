@@ -1,8 +1,9 @@
-// JIT latencies (DESIGN §8): cold compile of a cast kernel, a new process finding the kernel in
+// JIT latencies (docs/design.md §8): cold compile of a cast kernel, a new process finding the kernel in
 // SQLite and loading it, and the host overhead of one launch on an in-process cache hit, measured
 // as a stream loop of launches against a CUDA graph replay of the same launches.
 //
-//   mxjit_latency            runs everything; uses a fresh cache folder under /tmp
+//   mxjit_latency            runs everything; uses a fresh cache folder under /tmp (no GPU: the
+//                            compile rows only)
 //   mxjit_latency --child    (internal) the "new process": open the cache, jit(), report ms
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,12 +11,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mxjit/mxjit.hpp"
+#include "dsl/text.hpp"
 #include "runtime/compile.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/module.hpp"
@@ -172,15 +176,75 @@ int main(int argc, char** argv) {
   Target t = gpu ? current_target() : Target::parse("sm_90a");
   std::printf("target %s, %s\n", t.arch.c_str(), gpu ? gpu_info(0).name.c_str() : "no GPU (compile only)");
 
-  // 1. Cold compile: generation + NVRTC, fresh cache, three different casts.
-  std::vector<std::pair<const char*, Pipeline>> ps = {{"dim0 e4m3", dim0(e4m3)}, {"dim1 e4m3", dim1()},
-                                                        {"dim0 e2m1", dim0(e2m1)}, {"dim0 e5m2", dim0(e5m2)}};
-  for (auto& [name, p] : ps) {
+  // 1. Cold compile per kernel kind: generation + NVRTC into a fresh cache, NVRTC's own phases
+  // (--time: front end, NVVM optimizer, ptxas), then warm: the same compile finding the cubin in
+  // SQLite. The first compile of the process also pays NVRTC's start-up (and its precompiled
+  // headers' creation), so it is repeated at the end.
+  const std::vector<std::pair<const char*, Pipeline>> ps = {
+      {"direct dim0 e4m3", dim0(e4m3)},
+      {"direct dim0 e2m1", dim0(e2m1)},
+      {"direct dim0 e5m2", dim0(e5m2)},
+      {"columns dim1 e4m3", dim1()},
+      {"columns dim0+dim1", parse_pipeline("bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) s:blocked128x4 ; "
+                                           "mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4")},
+      {"columns 3-D expert", parse_pipeline("bf16[3] -> mxfp8.e4m3 rceil blocks(1,32) q:expert_col_major s:blocked128x4")},
+      {"tiled 32x32 blocks", parse_pipeline("bf16[2] -> mxfp8.e4m3 floor blocks(0,1,32x32)")},
+      {"jagged fp8", parse_pipeline("bf16[2] -> fp8.e4m3 groups(0,offs)")},
+      {"direct nvfp4", parse_pipeline("bf16[2] -> nvfp4 s:blocked128x4")},
+  };
+  std::printf("%-20s %9s %9s %9s %9s %9s %9s\n", "cold compile", "total ms", "NVRTC ms", "front end", "optimizer", "ptxas",
+              "warm ms");
+  const std::string time_file = dir + "/nvrtc_time.csv";
+  auto row = [&](const char* name, const Pipeline& p) {
+    const detail::StrideClass sc = detail::default_stride_class(p);
     auto t0 = Clock::now();
-    detail::CompiledKernel ck = detail::compile(p, t, detail::default_stride_class(p));
-    double total = ms_since(t0);
-    std::printf("cold compile %-10s total %7.1f ms (NVRTC %7.1f ms), cubin %zu bytes\n", name, total, ck.compile_ms,
-                ck.cubin.size());
+    detail::CompiledKernel ck = detail::compile(p, t, sc);
+    const double total = ms_since(t0);
+    t0 = Clock::now();
+    detail::compile(p, t, sc);  // warm: found in SQLite
+    const double warm = ms_since(t0);
+    // NVRTC's phases of the same source (--time writes them as CSV).
+    detail::NvrtcRequest req;
+    req.source = ck.source;
+    req.headers = detail::kernel_header_texts(detail::generate(p, t, sc).headers);
+    req.arch = t.arch;
+    req.extra_options = {"--time=" + time_file};
+    detail::nvrtc_compile(req);
+    double fe = 0, opt = 0, ptxas = 0;
+    if (FILE* f = std::fopen(time_file.c_str(), "r")) {
+      char line[512];
+      while (std::fgets(line, sizeof line, f)) {
+        const std::string l = line;
+        const size_t a = l.find(", "), b = l.find(", ", a + 2), c = l.find(", ", b + 2);
+        if (a == std::string::npos || b == std::string::npos || c == std::string::npos) continue;
+        const std::string phase = l.substr(a + 2, b - a - 2);
+        const double v = std::atof(l.substr(b + 2, c - b - 2).c_str());
+        (phase.find("Frontend") != std::string::npos ? fe : phase.find("Optimizer") != std::string::npos ? opt : ptxas) += v;
+      }
+      std::fclose(f);
+      std::remove(time_file.c_str());
+    }
+    std::printf("%-20s %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f\n", name, total, ck.compile_ms, fe, opt, ptxas, warm);
+  };
+  for (auto& [name, p] : ps) row(name, p);
+  row("direct dim0 e4m3 (again, a fresh cache key)", parse_pipeline("bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) s:blocked128x4 amax"));
+  // warmup(): casts of the same kinds and sizes (other scale rules and recipes, so their keys are
+  // new to this process's cache) compiled on every hardware thread at once.
+  {
+    const std::vector<Pipeline> fresh = {
+        parse_pipeline("bf16[2] -> mxfp8.e4m3 ceil blocks(1,32) s:blocked128x4"),
+        parse_pipeline("bf16[2] -> mxfp4.e2m1 ceil blocks(1,32) s:blocked128x4"),
+        parse_pipeline("bf16[2] -> mxfp8.e5m2 ceil blocks(1,32) s:blocked128x4"),
+        parse_pipeline("bf16[2] -> mxfp8.e4m3 ceil blocks(0,32) q:col_major"),
+        parse_pipeline("bf16[2] -> mxfp8.e4m3 ceil blocks(1,32) s:blocked128x4 ; mxfp8.e4m3 ceil blocks(0,32) q:col_major s:blocked128x4"),
+        parse_pipeline("bf16[3] -> mxfp8.e4m3 ceil blocks(1,32) q:expert_col_major s:blocked128x4"),
+        parse_pipeline("bf16[2] -> mxfp8.e4m3 ceil blocks(0,1,32x32)"),
+        parse_pipeline("bf16[2] -> fp8.e5m2 groups(0,offs)"),
+        parse_pipeline("bf16[2] -> nvfp4 torchao s:blocked128x4")};
+    auto t0 = Clock::now();
+    warmup(fresh, t);
+    std::printf("warmup() of %zu casts of the same kinds (fresh keys) on %u threads: %.1f ms (one after another: about the sum "
+                "of the cold rows above)\n", fresh.size(), std::thread::hardware_concurrency(), ms_since(t0));
   }
   // 2. A new process that finds the kernel in SQLite.
   std::vector<double> child_ms;

@@ -1,4 +1,4 @@
-// mxjit_sweep: times plan variants (tuning parameters) of the main cast shapes — the measurements
+// mxjit_sweep: times schedules of the main cast shapes — the measurements
 // behind the default plan parameters.
 #include <fmt/format.h>
 
@@ -31,32 +31,20 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, Pipeline>> ps = {{"dim0", cast(1, layout::row_major())},
                                                         {"dim1", cast(0, layout::col_major())},
                                                         {"fused", fused()}};
-  std::vector<detail::Tuning> ts;
+  std::vector<Schedule> ts;
   for (int mb : {1, 2, 3, 4})
     for (int hoist : {0, 1})
       for (int w : {16, 32})
-        for (int tr : {32, 64}) {
-          detail::Tuning t;
-          t.min_blocks = mb;
-          t.hoist = hoist;
-          t.col_w = w;
-          t.tile_r = tr;
-          t.tile_c = 128;
-          t.force_tiled = true;
-          ts.push_back(t);
-        }
+        for (int tr : {32, 64})
+          ts.push_back(Schedule{.kernel = KernelKind::tiled, .tile_rows = tr, .tile_cols = 128, .ctas_per_sm = mb, .hoist_loads = hoist,
+                                .rows_per_thread = w});
   for (int u : {2, 4, 8})
-    for (int mb : {2, 4, 6}) {
-      detail::Tuning t;
-      t.unroll = u;
-      t.min_blocks = mb;
-      ts.push_back(t);
-    }
+    for (int mb : {2, 4, 6}) ts.push_back(Schedule{.ctas_per_sm = mb, .chunks_per_thread = u});
   const Target target = current_target();
   for (auto& [name, p] : ps) {
     if (!filter.empty() && name != filter) continue;
-    for (const detail::Tuning& t : ts) {
-      if (!t.force_tiled && name != "dim0") continue;
+    for (const Schedule& t : ts) {
+      if (t.kernel != KernelKind::tiled && name != "dim0") continue;
       Kernel k = jit(p, target, t);
       bench::Timing tm = bench::time_kernel(k, {16384, 16384}, 15);
       fmt::print("{:<6} {:<34} {:8.1f} us {:6.1f}% {}\n", name, t.str(), tm.us, 100.0 * tm.bytes / (tm.us * 1e-6) / 1e9 / copy,

@@ -1,6 +1,6 @@
 #pragma once
 /// \file Tier 2 of the kernel cache: compiled kernels in an SQLite file shared by every process
-/// of a user (DESIGN.md §7). Opening and lookups never throw: on trouble the cache degrades to
+/// of a user (docs/design.md §7). Opening and lookups never throw: on trouble the cache degrades to
 /// memory-only with one warning line, and callers simply compile.
 #include <sys/types.h>
 
@@ -78,6 +78,18 @@ namespace detail {
 std::string entry_checksum(const std::string& key_hex, const CacheEntry& entry);
 }  // namespace detail
 
+/// A held cross-process compile claim (DiskCache::lock_key); released (unlocked, closed) on destruction.
+class KeyLock {
+ public:
+  explicit KeyLock(int fd) : fd_(fd) {}
+  KeyLock(const KeyLock&) = delete;
+  KeyLock& operator=(const KeyLock&) = delete;
+  ~KeyLock();
+
+ private:
+  int fd_;
+};
+
 /// Receives each warning line (without newline); the default writes it to stderr.
 using WarningSink = std::function<void(std::string_view)>;
 
@@ -149,6 +161,13 @@ class DiskCache {
   std::filesystem::path file() const;
   /// True when the file uses WAL (only on an SQLite with the WAL-reset fix).
   bool wal() const;
+
+  /// Claims, across processes, the right to compile the kernel of `key`: an exclusive flock on one
+  /// of 256 lock files under `dir/locks` (picked by the key), held until the returned object dies.
+  /// Ranks of one job that miss the same key at once then compile it once: the others wait here and
+  /// find it with get() afterwards. Null in memory-only mode or when the lock cannot be taken
+  /// (callers then just compile). Blocks while another holder compiles. See cache/key_lock.cpp.
+  std::unique_ptr<KeyLock> lock_key(const Hash128& key);
 
  private:
   struct Disabled {};

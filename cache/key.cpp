@@ -11,6 +11,7 @@ Hash128 content_key(const KeyParts& parts) {
       .add(static_cast<int64_t>(parts.key_schema))
       .add(parts.generator_version)
       .add(parts.source)
+      .add(parts.headers)
       .add(parts.options)
       .add(parts.arch)
       .add(parts.toolchain_version)

@@ -1,6 +1,6 @@
 #pragma once
 /// \file The content key of a compiled kernel in the disk cache: a hash of everything that
-/// determines the cubin bytes (DESIGN.md §7, tier 2).
+/// determines the cubin bytes (docs/design.md §7, tier 2).
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -11,7 +11,7 @@
 namespace mxjit::cache {
 
 /// Version of the key recipe itself; bump it when the set or meaning of KeyParts changes.
-constexpr int kKeySchema = 1;
+constexpr int kKeySchema = 2;
 
 /// Everything that determines the bytes NVRTC produces for one kernel.
 struct KeyParts {
@@ -21,6 +21,8 @@ struct KeyParts {
   std::string generator_version;
   /// The complete generated CUDA C++ source.
   std::string source;
+  /// The headers it includes by name: each name and text (what the preprocessor reads).
+  std::string headers;
   /// NVRTC options, in the order passed.
   std::string options;
   /// Exact architecture string, e.g. "sm_90a".

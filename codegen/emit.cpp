@@ -14,17 +14,18 @@ namespace {
 
 void emit_prologue(Ctx& x) {
   const Plan& pl = x.plan;
+  const TiledPlan& tp = pl.tiled();
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads,
-                       pl.min_blocks, pl.kernel_name);
+                       pl.ctas_per_sm, pl.kernel_name);
   x.out += tamax_decl(x);
   x.out += "  extern __shared__ float4 mx_smem4[];\n  float* const mx_smem = reinterpret_cast<float*>(mx_smem4);\n";
   int64_t off = 0;
-  const int64_t tile_floats = int64_t(pl.tile_r) * pl.row_stride;
+  const int64_t tile_floats = int64_t(tp.tile_rows) * tp.row_stride;
   for (size_t k = 0; k < x.v.roots.size(); ++k, off += tile_floats)
-    x.out += fmt::format("  float* const tile{} = mx_smem + {};\n", k, off);
+    x.out += fmt::format("  float* const tile{} = {};\n", k, off ? fmt::format("mx_smem + {}", off) : "mx_smem");
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const BlockSpec& b = block_of(x.v.scales[s]);
-    int64_t nb = (pl.tile_r / (pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1)) * (pl.tile_c / b.size_along(pl.ax_c));
+    int64_t nb = (tp.tile_rows / (pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1)) * (tp.tile_cols / b.size_along(pl.ax_c));
     x.out += fmt::format("  float* const s{}_mult = mx_smem + {};\n", s, off);
     x.out += fmt::format("  float* const s{}_val = mx_smem + {};\n", s, off + nb);
     x.out += fmt::format("  mx_u32* const s{}_info = reinterpret_cast<mx_u32*>(mx_smem + {});\n", s, off + 2 * nb);
@@ -36,24 +37,25 @@ void emit_prologue(Ctx& x) {
   x.out += "  const mx_i64 tr = t % unsigned(P.tiles_r); t /= unsigned(P.tiles_r);\n";
   for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
     x.out += fmt::format("  const mx_i64 bi{0} = t % unsigned(P.shape[{0}]); t /= unsigned(P.shape[{0}]);\n", *it);
-  x.out += fmt::format("  const mx_i64 r0 = tr * {}, c0 = tc * {};\n", pl.tile_r, pl.tile_c);
+  x.out += fmt::format("  const mx_i64 r0 = tr * {}, c0 = tc * {};\n", tp.tile_rows, tp.tile_cols);
   if (pl.ax_r >= 0)
-    x.out += fmt::format("  const int nr = int(P.shape[{0}] - r0 < {1} ? P.shape[{0}] - r0 : {1});\n", pl.ax_r, pl.tile_r);
+    x.out += fmt::format("  const int nr = int(P.shape[{0}] - r0 < {1} ? P.shape[{0}] - r0 : {1});\n", pl.ax_r, tp.tile_rows);
   else
     x.out += "  const int nr = 1;\n";
-  x.out += fmt::format("  const int nc = int(P.shape[{0}] - c0 < {1} ? P.shape[{0}] - c0 : {1});\n", pl.ax_c, pl.tile_c);
+  x.out += fmt::format("  const int nc = int(P.shape[{0}] - c0 < {1} ? P.shape[{0}] - c0 : {1});\n", pl.ax_c, tp.tile_cols);
   x.out += "  (void)nr; (void)r0;\n";
 }
 
 // Phase 1: every value tile from the inputs, 16-byte loads along ax_c where the class allows.
 void emit_load(Ctx& x) {
   const Plan& pl = x.plan;
+  const TiledPlan& tp = pl.tiled();
   const int V = x.vec;
-  const int chunks = pl.tile_r * (pl.tile_c / V);
+  const int chunks = tp.tile_rows * (tp.tile_cols / V);
   // With a whole number of chunks per thread, every load of the thread is issued before the first
   // value is stored (several 16-byte loads in flight); otherwise one chunk at a time.
-  const int iters = pl.hoist && chunks % pl.threads == 0 ? chunks / pl.threads : 1;
-  const bool hoist = pl.hoist && chunks % pl.threads == 0;
+  const int iters = tp.hoist_loads && chunks % pl.threads == 0 ? chunks / pl.threads : 1;
+  const bool hoist = tp.hoist_loads && chunks % pl.threads == 0;
   x.out += "  // Phase 1: load the tile and evaluate the value expressions into shared memory.\n";
   std::vector<int> tensors;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
@@ -72,7 +74,7 @@ void emit_load(Ctx& x) {
     else
       x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{  // {}\n    const int i = 0;\n", chunks,
                            pl.threads, stage);
-    x.out += fmt::format("    const int r = it / {0}, cv = (it % {0}) * {1};\n", pl.tile_c / V, V);
+    x.out += fmt::format("    const int r = it / {0}, cv = (it % {0}) * {1};\n", tp.tile_cols / V, V);
     x.out += fmt::format("    const bool row_ok = r < nr;\n    const bool full = row_ok && cv + {} <= nc;\n", V);
   };
   auto loads = [&] {
@@ -102,12 +104,12 @@ void emit_load(Ctx& x) {
     ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "v");
     for (size_t k = 0; k < x.v.roots.size(); ++k) {
       std::string var = em.emit(x.v.roots[k], body, "      ");
-      body += fmt::format("      tile{}[r * {} + c + (c >> 3)] = {};\n", k, pl.row_stride, var);
+      body += fmt::format("      tile{}[r * {} + c + (c >> 3)] = {};\n", k, tp.row_stride, var);
     }
     // Loads of non-tensor leaves happen only for in-range elements.
     x.out += "      if (!ok) {\n";
     for (size_t k = 0; k < x.v.roots.size(); ++k)
-      x.out += fmt::format("        tile{}[r * {} + c + (c >> 3)] = 0.0f;\n", k, pl.row_stride);
+      x.out += fmt::format("        tile{}[r * {} + c + (c >> 3)] = 0.0f;\n", k, tp.row_stride);
     x.out += "        continue;\n      }\n" + body + "    }\n";
   };
   if (hoist) {
@@ -126,27 +128,28 @@ void emit_load(Ctx& x) {
   x.out += "  __syncthreads();\n";
 }
 
-std::string tile_at(const Plan& pl, int root, const std::string& r, const std::string& c) {
-  return fmt::format("tile{}[({}) * {} + ({}) + (({}) >> 3)]", root, r, pl.row_stride, c, c);
+std::string tile_at(const TiledPlan& tp, int root, const std::string& r, const std::string& c) {
+  return fmt::format("tile{}[({}) * {} + ({}) + (({}) >> 3)]", root, r, tp.row_stride, c, c);
 }
 
 // Phase 2: block amax and the scale of every block in the tile.
 void emit_scales(Ctx& x) {
   const Plan& pl = x.plan;
+  const TiledPlan& tp = pl.tiled();
   x.out += "  // Phase 2: block amax (|x| as bits: non-negative floats order like their bits) and scales.\n";
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const NodePtr& sn = x.v.scales[s];
     const BlockSpec& b = block_of(sn);
     const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
-    const int64_t nbc = pl.tile_c / bc, nb = (pl.tile_r / br) * nbc;
+    const int64_t nbc = tp.tile_cols / bc, nb = (tp.tile_rows / br) * nbc;
     const int root = x.v.scale_root[s];
     x.out += fmt::format("  for (int lb = threadIdx.x; lb < {}; lb += {}) {{\n", nb, pl.threads);
-    x.out += fmt::format("    const int rb = lb / {0}, cb = lb % {0};\n    mx_u32 m = 0u;\n", nbc);
+    x.out += fmt::format("    const int rb = {}, cb = {};\n    mx_u32 m = 0u;\n", over("lb", nbc), modulo("lb", nbc));
     // Rotate the start column by the lane so that threads of a warp hit different banks.
     x.out += fmt::format("    for (int i = 0; i < {}; ++i)\n      for (int jj = 0; jj < {}; ++jj) {{\n", br, bc);
-    x.out += fmt::format("        const int j = (jj + int(threadIdx.x)) & {};\n", bc - 1);
+    x.out += bc == 1 ? "        const int j = 0;\n" : fmt::format("        const int j = (jj + int(threadIdx.x)) & {};\n", bc - 1);
     x.out += fmt::format("        mx_u32 u = mx_bits({}) & 0x7fffffffu;\n",
-                         tile_at(pl, root, fmt::format("rb * {} + i", br), fmt::format("cb * {} + j", bc)));
+                         tile_at(tp, root, times("rb", br) + " + i", times("cb", bc) + " + j"));
     if (x.v.scale_flush[s]) x.out += "        if (u < 0x00800000u) u = 0u;\n";
     x.out += "        m = u > m ? u : m;\n      }\n";
     x.out += scale_from_amax(sn, "    ");
@@ -163,26 +166,29 @@ struct Chunking {
 
 void emit_chunk_loop_head(Ctx& x, const Chunking& ch) {
   const Plan& pl = x.plan;
+  const TiledPlan& tp = pl.tiled();
   if (ch.along_c) {
-    x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", pl.tile_r * (pl.tile_c / ch.w), pl.threads);
-    x.out += fmt::format("    const int r = it / {0}, cw = (it % {0}) * {1};\n", pl.tile_c / ch.w, ch.w);
+    x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", tp.tile_rows * (tp.tile_cols / ch.w), pl.threads);
+    x.out += fmt::format("    const int r = it / {0}, cw = (it % {0}) * {1};\n", tp.tile_cols / ch.w, ch.w);
     x.out += fmt::format("    const bool full = r < nr && cw + {} <= nc;\n", ch.w);
   } else {
-    x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", pl.tile_c * (pl.tile_r / ch.w), pl.threads);
-    x.out += fmt::format("    const int c = it % {0}, rw = (it / {0}) * {1};\n", pl.tile_c, ch.w);
+    x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", tp.tile_cols * (tp.tile_rows / ch.w), pl.threads);
+    x.out += fmt::format("    const int c = it % {0}, rw = (it / {0}) * {1};\n", tp.tile_cols, ch.w);
     x.out += fmt::format("    const bool full = c < nc && rw + {} <= nr;\n", ch.w);
   }
 }
 
 // r and c of element e of the chunk.
 std::pair<std::string, std::string> chunk_rc(const Chunking& ch, const std::string& e) {
-  if (ch.along_c) return {"r", fmt::format("(cw + {})", e)};
-  return {fmt::format("(rw + {})", e), "c"};
+  const std::string at = e == "0" ? std::string() : " + " + e;
+  if (ch.along_c) return {"r", at.empty() ? "cw" : "(cw" + at + ")"};
+  return {at.empty() ? "rw" : "(rw" + at + ")", "c"};
 }
 
-// Phase 4: quantized elements, chunk by chunk, packed and stored 16 bytes at a time.
+// Phase 3, a code output: quantized elements, chunk by chunk, packed and stored 16 bytes at a time.
 void emit_elems(Ctx& x, int o) {
   const Plan& pl = x.plan;
+  const TiledPlan& tp = pl.tiled();
   const Output& out = x.p.outputs()[size_t(o)];
   const int qi = x.v.output_index[size_t(o)];
   const NodePtr& q = x.v.quantizes[size_t(qi)];
@@ -197,23 +203,24 @@ void emit_elems(Ctx& x, int o) {
                                  "the tile axes ({}, {})", out.name, inner, pl.ax_r, pl.ax_c));
   // Row-wise: 16 codes (one 16-byte store); column-wise: 32 rows per thread (a full 32-byte
   // sector per column) with consecutive lanes on consecutive columns (conflict-free smem reads).
-  Chunking ch{inner == pl.ax_c, fp4 ? 32 : (inner == pl.ax_c ? 16 : pl.col_w)};
-  if (!ch.along_c && pl.tile_r % ch.w != 0) ch.w = 16;
+  Chunking ch{inner == pl.ax_c, fp4 ? 32 : (inner == pl.ax_c ? 16 : tp.rows_per_store)};
+  if (!ch.along_c && tp.tile_rows % ch.w != 0) ch.w = 16;
   const int packed_axis = fp4 ? inner : -1;
   const int nan = nan_code(q->elem);
   const char* pair_fn = hw_pair_fn(x, q);
   const bool hw_pair = pair_fn != nullptr;
-  x.out += fmt::format("  // Phase 4: output '{}' ({} codes, innermost axis {}).\n", out.name, q->elem.str(), inner);
+  x.out += fmt::format("  // Output '{}' ({} codes, innermost axis {}).\n", out.name, q->elem.str(), inner);
   emit_chunk_loop_head(x, ch);
   x.out += fmt::format("    mx_u32 code[{}];\n", ch.w);
   x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; e += 2) {{\n", ch.w);
   for (int h = 0; h < 2; ++h) {
     auto [r, c] = chunk_rc(ch, h ? "e + 1" : "e");
     x.out += fmt::format("      const int er{0} = {1}, ec{0} = {2};\n", h, r, c);
-    x.out += fmt::format("      float x{} = {};\n", h, tile_at(pl, root, "er" + std::to_string(h), "ec" + std::to_string(h)));
+    x.out += fmt::format("      float x{} = {};\n", h, tile_at(tp, root, "er" + std::to_string(h), "ec" + std::to_string(h)));
     if (q->flush_subnormals)
       x.out += fmt::format("      if ((mx_bits(x{0}) & 0x7fffffffu) < 0x00800000u) x{0} = mx_float(mx_bits(x{0}) & 0x80000000u);\n", h);
-    x.out += fmt::format("      const int lb{0} = (er{0} / {1}) * {2} + (ec{0} / {3});\n", h, br, pl.tile_c / bc, bc);
+    x.out += fmt::format("      const int lb{0} = {1} + {2};\n", h, times(over("er" + std::to_string(h), br), tp.tile_cols / bc),
+                         over("ec" + std::to_string(h), bc));
     x.out += fmt::format("      const mx_u32 flag{0} = s{1}_info[lb{0}] >> 8;\n", h, si);
     x.out += fmt::format("      float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
     if (x.v.scales[size_t(si)]->scale_format == ScaleFormat::e4m3 && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
@@ -247,7 +254,7 @@ void emit_elems(Ctx& x, int o) {
   if (nwords % 4 == 0) {
     x.out += "      if (full && mx_aligned16(base + off)) {\n";
     for (int i = 0; i < nwords / 4; ++i)
-      x.out += fmt::format("        mx_st16(base + off + {0}, mx_v16{{w[{1}], w[{2}], w[{3}], w[{4}]}});\n", 16 * i, 4 * i, 4 * i + 1,
+      x.out += fmt::format("        mx_st16({0}, mx_v16{{w[{1}], w[{2}], w[{3}], w[{4}]}});\n", plus("base + off", 16 * i), 4 * i, 4 * i + 1,
                            4 * i + 2, 4 * i + 3);
   } else {  // 8 codes (8 rows per thread): one 8-byte store
     x.out += "      if (full && (reinterpret_cast<mx_u64>(base + off) & 7u) == 0) {\n";
@@ -262,79 +269,117 @@ void emit_elems(Ctx& x, int o) {
                        fp4 ? "(code[e] & 15u) | ((code[e + 1] & 15u) << 4)" : "code[e]");
 }
 
-// Phase 5: plain values (bf16/f16/f32) and tensor amax.
+// Phase 3, a values or amax output: plain values (bf16/f16/f32) and the tensor amax.
 void emit_values(Ctx& x, int o) {
   const Plan& pl = x.plan;
+  const TiledPlan& tp = pl.tiled();
   const Output& out = x.p.outputs()[size_t(o)];
   const int root = x.v.output_index[size_t(o)];
   const int inner = out.layout.order(pl.rank).back();
   Chunking ch{inner != pl.ax_r, 1};
   const char* st = out.dtype == DType::f32 ? "float" : "mx_u16";
   const char* cv = out.dtype == DType::f32 ? "" : out.dtype == DType::bf16 ? "mx_u16(mx_f32_to_bf16_bits" : "mx_u16(mx_f32_to_f16_bits";
-  x.out += fmt::format("  // Phase 5: values '{}'.\n", out.name);
+  x.out += fmt::format("  // Values '{}'.\n", out.name);
   emit_chunk_loop_head(x, ch);
   auto [r, c] = chunk_rc(ch, "0");
   x.out += fmt::format("    const int rr = {}, cc = {};\n    if (rr < nr && cc < nc) {{\n", r, c);
-  x.out += fmt::format("      float val = {};\n      if (val != val) val = mx_float(0x7fc00000u);\n", tile_at(pl, root, "rr", "cc"));
+  x.out += fmt::format("      float val = {};\n      if (val != val) val = mx_float(0x7fc00000u);\n", tile_at(tp, root, "rr", "cc"));
   x.out += fmt::format("      static_cast<{}*>(P.out[{}])[{}] = {}(val){};\n    }}\n  }}\n", st, o,
                        x.out_offset(o, "rr", "cc", -1), cv, *cv ? ")" : "");
 }
 
 void emit_amax(Ctx& x, int o) {
   const Plan& pl = x.plan;
+  const TiledPlan& tp = pl.tiled();
   const int root = x.v.output_index[size_t(o)];
-  x.out += fmt::format("  // Phase 5: tensor amax '{}'.\n  {{\n    mx_u32 m = 0u;\n", x.p.outputs()[size_t(o)].name);
-  x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", pl.tile_r * pl.tile_c, pl.threads);
-  x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", pl.tile_c);
-  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n      m = u > m ? u : m;\n    }}\n", tile_at(pl, root, "r", "c"));
+  x.out += fmt::format("  // Tensor amax '{}'.\n  {{\n    mx_u32 m = 0u;\n", x.p.outputs()[size_t(o)].name);
+  x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", tp.tile_rows * tp.tile_cols, pl.threads);
+  x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", tp.tile_cols);
+  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n      m = u > m ? u : m;\n    }}\n", tile_at(tp, root, "r", "c"));
   x.out += fmt::format("    mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
+}
+
+// The scale rule's word in a kernel name: the E8M0 rule, "nvfp4" or "fp32".
+std::string rule_word(const NodePtr& sn) {
+  if (sn->scale_format == ScaleFormat::e4m3) return "nvfp4";
+  if (sn->scale_format == ScaleFormat::f32) return "fp32";
+  switch (sn->rule) {
+    case ScaleRule::floor: return "floor";
+    case ScaleRule::rceil: return "rceil";
+    case ScaleRule::ceil: return "ceil";
+    case ScaleRule::even: return "even";
+    case ScaleRule::custom: break;
+  }
+  return "custom";
 }
 
 }  // namespace
 
-int param_words(const Pipeline& p) {
-  const int ni = int(p.inputs().size()), no = int(p.outputs().size()), r = p.rank();
-  return ni + no + r + ni * r + 2 * no * r + 3;
+std::string kernel_name(const Pipeline& p, const Plan& plan, const Target& target, const StrideClass& sc) {
+  const ValueSet v = collect_values(p);
+  std::vector<std::string> words = {"mxjit", kernel_kind_name(plan.kind)};
+  // The scale blocks' axes, counted from the innermost (dim0: blocks along the last axis), or
+  // "groups" for jagged groups.
+  std::string dims;
+  for (const NodePtr& sn : v.scales) {
+    const BlockSpec& b = block_of(sn);
+    std::string d = b.jagged() ? "groups" : b.axes.size() == 1 ? fmt::format("dim{}", p.rank() - 1 - b.axes[0]) : "blocks2d";
+    if (dims.find(d) == std::string::npos) dims += d;
+  }
+  words.push_back(dims.empty() ? "values" : dims);
+  if (!v.quantizes.empty()) words.push_back(v.quantizes[0]->elem.str());
+  if (!v.scales.empty()) words.push_back(rule_word(v.scales[0]));
+  for (const InputDecl& in : p.inputs())
+    if (in.kind == InputDecl::tensor || in.kind == InputDecl::codes) {
+      words.emplace_back(dtype_name(in.dtype));
+      break;
+    }
+  // The hash keeps names of different pipelines, targets, stride classes and plans apart.
+  words.push_back(hash128(p.hash().hex() + target.arch + sc.str() + plan.str()).hex().substr(0, 8));
+  std::string name = fmt::format("{}", fmt::join(words, "_"));
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
 }
 
-GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning) {
-  Plan plan = make_plan(p, target, sc, tuning);
+GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, const Schedule& schedule, Fit fit) {
+  return generate(p, target, sc, make_plan(p, target, sc, schedule, fit));
+}
+
+GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, Plan plan) {
+  plan.kernel_name = kernel_name(p, plan, target, sc);
   Ctx x{p, target, sc, plan, collect_values(p), {}, 8};
   // Vector width: 16 bytes of the lead tensor input.
   for (const InputDecl& in : p.inputs())
     if (in.kind == InputDecl::tensor) { x.vec = int(16 / dtype_size(in.dtype)); break; }
-  // Key-stable kernel name: pipeline, target, stride class and plan.
-  const std::string key = p.hash().hex() + target.arch + sc.str() + plan.str();
-  plan.kernel_name = "mxjit_" + hash128(key).hex().substr(0, 16);
   emit_banner(x);
   emit_params(x);
-  if (plan.kind == Plan::Kind::grouped) {
-    x.direct = true;
-    emit_grouped_kernel(x);
-    return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
+  switch (plan.kind) {
+    case KernelKind::jagged:
+      x.direct = true;
+      emit_jagged_kernel(x);
+      break;
+    case KernelKind::columns: emit_columns_kernel(x); break;
+    case KernelKind::direct:
+      x.direct = true;
+      emit_direct_kernel(x);
+      break;
+    default:
+      emit_prologue(x);
+      emit_load(x);
+      emit_scales(x);
+      x.out += "  // Phase 3: the outputs, in order.\n";
+      for (int o = 0; o < int(p.outputs().size()); ++o) {
+        switch (p.outputs()[size_t(o)].kind) {
+          case OutputKind::scales: emit_tile_scales(x, o); break;
+          case OutputKind::elems: emit_elems(x, o); break;
+          case OutputKind::values: emit_values(x, o); break;
+          case OutputKind::amax: emit_amax(x, o); break;
+        }
+      }
+      x.out += "}\n";
   }
-  if (plan.kind == Plan::Kind::columns) {
-    emit_columns_kernel(x);
-    return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
-  }
-  if (plan.kind == Plan::Kind::direct) {
-    x.direct = true;
-    emit_direct_kernel(x);
-    return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
-  }
-  emit_prologue(x);
-  emit_load(x);
-  emit_scales(x);
-  for (int o = 0; o < int(p.outputs().size()); ++o) {
-    switch (p.outputs()[size_t(o)].kind) {
-      case OutputKind::scales: emit_tile_scales(x, o); break;
-      case OutputKind::elems: emit_elems(x, o); break;
-      case OutputKind::values: emit_values(x, o); break;
-      case OutputKind::amax: emit_amax(x, o); break;
-    }
-  }
-  x.out += "}\n";
-  return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", plan};
+  return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", kernel_headers(p), plan};
 }
 
 }  // namespace mxjit::detail

@@ -1,8 +1,10 @@
 #pragma once
-/// \file Plan -> CUDA C++ text. The generated source is self-contained (mxjit's own prelude,
-/// no system headers), starts with a banner naming the pipeline, its hash, the plan and the
-/// target, and uses stable names so that two runs generate byte-identical text.
+/// \file Plan -> CUDA C++ text. The generated source includes mxjit's own headers by name
+/// (templates/, handed to NVRTC as named headers), starts with a banner naming the pipeline (its
+/// text form and hash), the plan and the schedule, and uses stable names so that two runs generate
+/// byte-identical text.
 #include <string>
+#include <vector>
 
 #include "codegen/plan.hpp"
 
@@ -12,21 +14,21 @@ namespace mxjit::detail {
 struct GeneratedKernel {
   std::string source;
   std::string kernel_name;
-  std::string file_name;  ///< e.g. "mxjit_0123abcd.cu" (for logs and MXJIT_DUMP_SOURCE)
+  std::string file_name;  ///< e.g. "mxjit_columns_dim1_e4m3_rceil_bf16_0123abcd.cu" (logs, dumps, overrides)
+  std::vector<std::string> headers;  ///< the templates/ headers the source includes by name
   Plan plan;
 };
 
-/// Generates the CUDA source of `p` for `target` and stride class `sc`.
-GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, const Tuning& tuning = {});
+/// Generates the CUDA source of `p` for `target` and stride class `sc` under `plan` (make_plan's);
+/// names the kernel (kernel_name).
+GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, Plan plan);
+/// generate() of make_plan(p, target, sc, schedule, fit).
+GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideClass& sc, const Schedule& schedule = {},
+                         Fit fit = Fit::exact);
 
-/// Words of the kernel's parameter block (every field 8 bytes), in the order the generated
-/// `MxParams` declares them: in[], out[], shape[], in_stride[][], out_stride[][], out_shape[][],
-/// tiles_r, tiles_c, aux.
-int param_words(const Pipeline& p);
-
-/// Words that follow those param_words() counts (after `aux`): when an output of `p` has a
-/// grouped scale layout, `in_extent[]` (each input's extent along axis 0, for an offsets input its
-/// group count), one per input; otherwise none.
-int grouped_param_words(const Pipeline& p);
+/// The kernel's name by role: mxjit_<kind>_<scale axes>_<element format>_<scale rule>_<input
+/// dtype>_<hash8>, e.g. mxjit_columns_dim1_e4m3_rceil_bf16_1f2e3d4c, so that profilers show what
+/// ran; the hash covers the pipeline, target, stride class and plan.
+std::string kernel_name(const Pipeline& p, const Plan& plan, const Target& target, const StrideClass& sc);
 
 }  // namespace mxjit::detail

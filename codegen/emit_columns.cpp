@@ -1,6 +1,6 @@
 // The columns kernel: dim1 (and 3-D per-expert, and dim0+dim1 fused) casts of a 2-byte input.
-// Each thread holds col_w (16 or 8) rows x 8 columns in registers (16-byte loads along ax_c); a
-// scale block of B rows along ax_r is B/col_w neighbouring lanes (amax by shuffles), and every
+// Each thread holds rows_per_thread (16 or 8) rows x 8 columns in registers (16-byte loads along ax_c); a
+// scale block of B rows along ax_r is B / rows_per_thread neighbouring lanes (amax by shuffles), and every
 // column's codes leave as one 16- or 8-byte store along ax_r. Lanes of a warp are arranged so
 // that one store instruction writes whole lines of each column (columns_lanes_r in plan.hpp):
 //
@@ -17,9 +17,7 @@
 //                                                a warp 64 x 32)
 //
 // Column-wise output: lanes 0..7 store rows 0..127 (0..63) of one column = one (half) 128-byte
-// line per column. Measured on an H200 (hand-written twin of this kernel, 16384^2 bf16 -> MXFP8
-// dim1): 92% of copy bandwidth, against 40-45% when each column got only 32 contiguous bytes per
-// warp store.
+// line per column (whole lines: docs/perf-log.md#columns-column-stores).
 //
 // Two paths: warps whose tiles are whole and whose code stores are aligned (the fast path: no
 // guards, output pointers stepped by their strides) and the rest (tails, guarded loads and
@@ -29,7 +27,7 @@
 // its codes, 4 neighbouring bytes per thread in whole tiles, blocked padding included; so are a
 // dim0+dim1 cast's codes on whole tiles (codes_staged: then the CTA, not the warp, picks the path).
 //
-// Pipelined form (Plan::stages S >= 2, a tuning, sm_90+): persistent CTAs, as many as the GPU
+// Pipelined form (ColumnsPlan::stages S >= 2, a schedule, sm_90+): persistent CTAs, as many as the GPU
 // holds, walk the tiles blockIdx.x, + gridDim.x, ...; the CTA keeps its next S - 1 whole tiles
 // in flight as bulk copies (the TMA engine, a copy per 256- or 512-byte row) into a ring of S
 // slots in shared memory, each slot's mbarrier counting the bytes landed. Threads read their
@@ -43,8 +41,8 @@
 //
 // The barrier before the staged scales' write-out also frees the slot for the copies issued at
 // the next tile's start; the staged scales alternate between two buffers by tile; staged
-// dim0+dim1 codes take a second barrier per tile. Not the default: measured slower on an H200
-// (plan.cpp says why).
+// dim0+dim1 codes take a second barrier per tile. Not the default: measured slower
+// (docs/perf-log.md#columns-pipelined).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -55,10 +53,10 @@
 namespace mxjit::detail {
 namespace {
 
-constexpr int kCols = 8;  // columns per thread (16 bytes of a 2-byte input); rows per thread: plan.col_w
+constexpr int kCols = 8;  // columns per thread (16 bytes of a 2-byte input); rows per thread: ColumnsPlan::rows_per_thread
 
-// True when a scale's blocks run along ax_c (the dim0 half of a dim0+dim1 cast).
-bool row_scale(const Ctx& x) { return columns_along_c(x.v, x.plan); }
+// The columns plan of the kernel being written.
+const ColumnsPlan& cols(const Ctx& x) { return x.plan.columns(); }
 
 // True when scale s has a scales output (of FP32 scales with `f32`): its values go through
 // shared memory (s<s>_info: E8M0/E4M3 bytes; s<s>_val: FP32 scales).
@@ -154,7 +152,7 @@ std::vector<CodeOut> code_outputs(const Ctx& x) {
     if (x.p.outputs()[size_t(o)].kind != OutputKind::elems) continue;
     const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
     const bool along_r = block_of(q).axes[0] == x.plan.ax_r;
-    const int n = along_r ? x.plan.col_w : kCols;
+    const int n = along_r ? cols(x).rows_per_thread : kCols;
     r.push_back({o, along_r, q->elem.packed() ? n / 2 : n});
   }
   return r;
@@ -172,10 +170,7 @@ std::string codes_aligned(const Ctx& x, int bytes = 0) {
 // dim0+dim1 (a row-wise scale, 8 rows per thread, 128 x 128 tiles, 8-byte code stores): each
 // whole tile's codes are staged in shared memory and leave as whole 128-byte lines, a row (or a
 // column) per half-warp. Stored straight from the registers, a warp's store wrote 8 rows x 32
-// bytes (4 columns x 64 bytes): 13.0 M L2 write requests for 19.1 M sectors at 16384^2, the L2
-// tag lookups 69% busy (Nsight Compute, H200). Staged: 6.4 M requests, tags 51% busy, 332.5 ->
-// 322.9 us with linear scales (blocked: 314.8 -> 315.8; the kernel stays bound by its loads'
-// latency at 50% occupancy).
+// bytes (4 columns x 64 bytes): twice the L2 write requests (docs/perf-log.md#columns-staged-codes).
 //
 //   q<o>_tile: 128 lines (rows of row-wise codes, columns of column-wise codes) of 128 bytes.
 //   An 8-byte store is served a half-warp at a time, so the 16 lanes of a half-warp must fall
@@ -196,11 +191,11 @@ std::string codes_aligned(const Ctx& x, int bytes = 0) {
 //     line L at k ^ swz(L)
 //       row-wise codes   swz(L) = ((L >> 3) & 7) << 1   8 rows x 16 bytes
 //       column-wise      swz(L) = ((L >> 3) & 1) << 3   2 columns x 64 bytes
-bool codes_staged(const Ctx& x) { return columns_stage_codes(x.p, x.v, x.plan); }
+bool codes_staged(const Ctx& x) { return cols(x).codes_staged; }
 
 // The one-tile form (4 lanes along the rows) keeps each line's 128 bytes in order and pads
 // between lines instead (line_pad), so that a bulk copy can take a line as it is.
-bool lines_padded(const Ctx& x) { return columns_lines_padded(x.p, x.v, x.plan); }
+bool lines_padded(const Ctx& x) { return cols(x).lines_padded; }
 
 // The pipelined form's swizzle: chunk k of line L at k ^ swz(L).
 std::string code_swizzle(bool along_r, const std::string& line) {
@@ -210,8 +205,8 @@ std::string code_swizzle(bool along_r, const std::string& line) {
 // Bytes before line L beyond L * 128 in the one-tile form (a multiple of 16, growing with L).
 std::string line_pad(const std::string& line) { return fmt::format("((({0} >> 3) & 3) * 32 + ({0} >> 5) * 96)", line); }
 
-// Outputs that use scale s: its scales outputs and the elems of its quantizes.
-void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, const std::string& ind,
+// The consumers of scale s: its scales outputs (staged) and the codes of its quantizes.
+void emit_scale_consumers(Ctx& x, int s, bool along_r, const std::string& stage_index, const std::string& ind,
                const std::string& scale_cond, const std::string& arr, bool fast, bool stage = true) {
   if (stage && scale_staged(x, s)) {
     // Into shared memory; the CTA writes the tile's scales at the end (emit_tile_scales).
@@ -225,7 +220,7 @@ void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, cons
     const int qi = x.v.output_index[size_t(o)];
     if (x.v.quantize_scale[size_t(qi)] != s) continue;
     const NodePtr& q = x.v.quantizes[size_t(qi)];
-    const int n = along_r ? x.plan.col_w : kCols;
+    const int n = along_r ? cols(x).rows_per_thread : kCols;
     x.out += fmt::format("{}{{  // output '{}' ({})\n", ind, x.p.outputs()[size_t(o)].name, q->elem.str());
     emit_packed_codes(x, q, s, arr, n, [&](int h) {
       const std::string e = fmt::format("(e + {})", h);
@@ -261,29 +256,25 @@ void emit_uses(Ctx& x, int s, bool along_r, const std::string& stage_index, cons
   }
 }
 
-// Whether scale s takes one scale per lane (emit_scatter_scales in emit_common.cpp): E8M0 scales
-// of a bare 16-bit input (packed maxima) on the fast path; 16 scale computations per thread
-// become 4 at K = 8 items, L = 4 lanes.
-bool distributed(const Ctx& x, int s, int items, int lanes, int packed_input) {
-  const NodePtr& sn = x.v.scales[size_t(s)];
-  return packed_input >= 0 && lanes >= 2 && items % lanes == 0 && sn->scale_format == ScaleFormat::e8m0 &&
-         !scale_staged(x, s, true);
-}
+// Whether scale s takes one scale per lane on the fast path (ColumnsPlan::scatter_scales;
+// emit_scatter_scales in emit_common.cpp): 16 scale computations per thread become 4 at 8
+// items, 4 lanes.
+bool scatter(const Ctx& x, int s) { return cols(x).scatter_scales[size_t(s)]; }
 
-// Loads (col_w rows of 16 bytes, all issued before any is used), then every scale and its uses.
+// Loads (rows_per_thread rows of 16 bytes, all issued before any is used), then every scale and its uses.
 // `fast`: the warp's tiles are whole and every code store aligned, so nothing is guarded.
 // `along_c`: a scale runs along ax_c too (dim0+dim1); `lanes_r`: columns_lanes_r of the plan.
 void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& ind) {
   const Plan& pl = x.plan;
-  const int kRows = pl.col_w;
+  const int kRows = cols(x).rows_per_thread;
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     if (x.p.inputs()[k].kind != InputDecl::tensor) continue;
     x.out += fmt::format("{}mx_u32 w{}[{}][4];\n", ind, k, kRows);
-    if (pl.stages > 1 && fast) {
+    if (cols(x).stages > 1 && fast) {
       // Pipelined, a whole tile: its rows have landed in the ring slot (this thread's row r at
       // slot + r * row bytes).
       x.out += fmt::format("#pragma unroll\n{0}for (int r = 0; r < {1}; ++r) {{\n{0}  const uint4 v = *reinterpret_cast<const uint4*>(slot + r * {2});\n",
-                           ind, kRows, columns_row_bytes(pl));
+                           ind, kRows, columns_row_bytes(cols(x)));
       x.out += fmt::format("{0}  w{1}[r][0] = v.x; w{1}[r][1] = v.y; w{1}[r][2] = v.z; w{1}[r][3] = v.w;\n{0}}}\n", ind, k);
       continue;
     }
@@ -355,9 +346,9 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
       };
       // This block's scale in the tile: block row (rows from the tile's origin) / bs, column c.
       const ItemExpr col_stage = [&](const std::string& c) {
-        return fmt::format("((r0 - t_r0) / {}) * {} + (c0 - t_c0) + {}", bs, pl.tile_c, c);
+        return fmt::format("((r0 - t_r0) / {}) * {} + (c0 - t_c0) + {}", bs, cols(x).tile_cols, c);
       };
-      const bool dist = fast && distributed(x, s, kCols, lanes, k);
+      const bool dist = fast && scatter(x, s);
       if (dist) emit_scatter_scales(x, s, kCols, xors, col_m, scale_staged(x, s) ? col_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} ({} lanes), column by column.\n", ind, s, bs, pl.ax_r, lanes);
       emit_clean_split(x, dist ? scales_clean(s, kCols, xors) : "", ind, [&](bool clean) {
@@ -367,7 +358,7 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
         if (dist) emit_gather_scale(x, s, kCols, xors, "c", in3, std::to_string(s), clean);
         else emit_amax_of(x, s, "col", kRows, xors, in3, k >= 0 ? col_m("c") : "");
         x.out += in3 + "const int r = 0;\n";
-        emit_uses(x, s, true, col_stage("c"), in3,
+        emit_scale_consumers(x, s, true, col_stage("c"), in3,
                   fast ? fmt::format("(rg % {}) == 0", lanes) : fmt::format("(rg % {}) == 0 && r0 < n_r && c0 + c < n_c", lanes), "col",
                   fast, !dist);
         x.out += in2 + "}\n" + ind + "}\n";
@@ -376,10 +367,10 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
       const int k = pk[size_t(s)];
       auto row_m = [&](const std::string& r) { return widen_half(x, k, fmt::format("pr{}[{}]", s, r), -1); };
       const ItemExpr row_stage = [&](const std::string& r) {
-        return fmt::format("(r0 - t_r0 + {}) * {} + (c0 - t_c0) / {}", r, pl.tile_c / bs, bs);
+        return fmt::format("(r0 - t_r0 + {}) * {} + (c0 - t_c0) / {}", r, cols(x).tile_cols / bs, bs);
       };
       const std::vector<int> xors = {2 * lanes_r, lanes_r};
-      const bool dist = fast && distributed(x, s, kRows, 4, k);
+      const bool dist = fast && scatter(x, s);
       if (dist) emit_scatter_scales(x, s, kRows, xors, row_m, scale_staged(x, s) ? row_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} (4 lanes), row by row.\n", ind, s, bs, pl.ax_c);
       emit_clean_split(x, dist ? scales_clean(s, kRows, xors) : "", ind, [&](bool clean) {
@@ -391,7 +382,7 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
         x.out += in3 + "const int c = 0;\n";
         // The block's first lane: cl spans 32 / lanes_r column groups, a block bs / kCols of them.
         const std::string first = 32 / lanes_r <= bs / kCols ? std::string("cl == 0") : fmt::format("(cl % {}) == 0", bs / kCols);
-        emit_uses(x, s, false, row_stage("r"), in3, fast ? first : first + " && r0 + r < n_r && c0 < n_c",
+        emit_scale_consumers(x, s, false, row_stage("r"), in3, fast ? first : first + " && r0 + r < n_r && c0 < n_c",
                   "row", fast, !dist);
         x.out += in2 + "}\n" + ind + "}\n";
       });
@@ -407,15 +398,10 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
 std::string tile_coords(const Ctx& x, const std::string& t, const std::string& ind) {
   const Plan& pl = x.plan;
   std::string o = fmt::format("{}unsigned t_ = {};\n", ind, t);
-  if (row_scale(x)) {
+  if (cols(x).rowwise_scale) {
     // Column tiles run fastest: a row-wise scale gives each tile 4 bytes of every row of linear
-    // scales, so the 8 tiles sharing a 32-byte sector are neighbours in launch order (measured on
-    // an H200, dim0+dim1 linear: 338 -> 334 us at 16384^2, 115 -> 111 us at 16640x5120).
-    // Those 128 partial-sector writes a tile cost ~20 us at 16384^2 (blocked: 295.5). Thread-block
-    // clusters of 2 or 4 neighbouring tiles, each CTA writing a share of the rows 8 or 16 bytes
-    // wide gathered through distributed shared memory, measured slower: 354.4 / 359.7 us against
-    // 314.6 (blocked 348.8 / 358.8 against 295.5), all of it the two cluster barriers per tile
-    // (the cluster launch without them: 317.1 / 324.1 against 317.0; H200, 2026-11-23).
+    // scales, so the 8 tiles sharing a 32-byte sector are neighbours in launch order
+    // (docs/perf-log.md#columns-tile-order; clusters of neighbouring tiles measured slower).
     o += fmt::format("{0}const int tc = int(t_ % unsigned(P.tiles_c)); t_ /= unsigned(P.tiles_c);\n"
                      "{0}const int tr = int(t_ % unsigned(P.tiles_r)); t_ /= unsigned(P.tiles_r);\n", ind);
   } else {
@@ -425,9 +411,9 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
   }
   for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
     o += fmt::format("{0}const mx_i64 bi{1} = t_ % unsigned(P.shape[{1}]); t_ /= unsigned(P.shape[{1}]);\n", ind, *it);
-  o += fmt::format("{0}const int t_r0 = tr * {1}, t_c0 = tc * {2};  // the tile's origin\n", ind, pl.tile_r, pl.tile_c);
+  o += fmt::format("{0}const int t_r0 = tr * {1}, t_c0 = tc * {2};  // the tile's origin\n", ind, cols(x).tile_rows, cols(x).tile_cols);
   o += fmt::format("{0}const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+{1}, columns c0 .. c0+7\n",
-                   ind, pl.col_w - 1);
+                   ind, cols(x).rows_per_thread - 1);
   o += fmt::format("{}(void)t_; (void)t_r0; (void)t_c0;\n", ind);
   return o;
 }
@@ -436,7 +422,7 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
 // the tile is whole and every code store aligned.
 std::string whole_tile(const Ctx& x) {
   const Plan& pl = x.plan;
-  return fmt::format("t_r0 + {} <= n_r && t_c0 + {} <= n_c && {}", pl.tile_r, pl.tile_c, codes_aligned(x));
+  return fmt::format("t_r0 + {} <= n_r && t_c0 + {} <= n_c && {}", cols(x).tile_rows, cols(x).tile_cols, codes_aligned(x));
 }
 
 // Pipelined kernel: the lambdas `whole(t_r0, t_c0)` (whole_tile) and `issue(t, j)`, which every
@@ -444,34 +430,34 @@ std::string whole_tile(const Ctx& x) {
 // expecting the tile's bytes (none when the tile is not whole: the tail path loads it from
 // global memory, and the phase completes at once), and the first R lanes of each warp copy a
 // row each (R = tile_r / warps) to its padded place (columns_slot_bytes). A bulk copy takes
-// uniform operands, so a warp issues its lanes' copies one after another: all 128 rows from one
-// warp kept it ~5000 cycles per tile while the others waited at the CTA barrier (ncu, H200).
+// uniform operands, so a warp issues its lanes' copies one after another: the rows are spread over
+// the warps (docs/perf-log.md#columns-pipelined).
 void emit_issue(Ctx& x) {
   const Plan& pl = x.plan;
   int k = -1;
   for (size_t i = 0; i < x.p.inputs().size(); ++i)
     if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
-  const int rb = columns_row_bytes(pl), per_warp = pl.tile_r / (pl.threads / 32);
+  const int rb = columns_row_bytes(cols(x)), per_warp = cols(x).tile_rows / (pl.threads / 32);
   x.out += fmt::format("  auto whole = [&](int t_r0, int t_c0) {{ return {}; }};\n", whole_tile(x));
   x.out += "  auto issue = [&](unsigned t, int j) {\n";
   x.out += tile_coords(x, "t", "    ");
   x.out += fmt::format("    const bool ok = whole(t_r0, t_c0);\n    if (threadIdx.x == 0) mx_mbar_expect(&full[j], ok ? {}u : 0u);\n",
-                       pl.tile_r * rb);
+                       cols(x).tile_rows * rb);
   x.out += fmt::format("    if (!ok || lane >= {}) return;\n    const int i = warp * {} + lane;  // the row\n", per_warp, per_warp);
   x.out += fmt::format("    const mx_u8* const src = reinterpret_cast<const mx_u8*>(static_cast<const mx_u16*>(P.in[{}]) + ({}));\n", k,
                        x.in_offset(k, "i - lane_r0", "-lane_c0"));
-  x.out += fmt::format("    mx_bulk_load(ring + j * {} + i * {} + 16 * (i / {}), src, {}u, &full[j]);\n", columns_slot_bytes(pl), rb,
-                       pl.col_w, rb);
+  x.out += fmt::format("    mx_bulk_load(ring + j * {} + i * {} + 16 * (i / {}), src, {}u, &full[j]);\n", columns_slot_bytes(cols(x)), rb,
+                       cols(x).rows_per_thread, rb);
   x.out += "  };\n";
 }
 
 void emit_columns_kernel(Ctx& x) {
   const Plan& pl = x.plan;
-  const bool along_c = row_scale(x);
-  const int kRows = pl.col_w, lanes_r = columns_plan_lanes_r(x.p, x.v, pl), warps_r = pl.tile_r / (lanes_r * kRows);
-  const bool pipe = pl.stages > 1;
-  const int S = pl.stages;
-  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks,
+  const bool along_c = cols(x).rowwise_scale;
+  const int kRows = cols(x).rows_per_thread, lanes_r = cols(x).lanes_along_rows, warps_r = cols(x).tile_rows / (lanes_r * kRows);
+  const bool pipe = cols(x).stages > 1;
+  const int S = cols(x).stages;
+  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.ctas_per_sm,
                        pl.kernel_name);
   // 32-bit indices (a 64-bit division is a long subroutine; 64-bit compares are two
   // instructions): the launcher checks that every extent and the tile count fit in 31 bits.
@@ -494,7 +480,7 @@ void emit_columns_kernel(Ctx& x) {
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     if (!scale_staged(x, s)) continue;
     const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
-    const int nb = int((pl.tile_r / b.size_along(pl.ax_r)) * (pl.tile_c / b.size_along(pl.ax_c)));
+    const int nb = int((cols(x).tile_rows / b.size_along(pl.ax_r)) * (cols(x).tile_cols / b.size_along(pl.ax_c)));
     const bool f = scale_staged(x, s, true);
     const std::string name = (f ? "s" + std::to_string(s) + "_val" : "s" + std::to_string(s) + "_info"),
                       type = f ? "float" : "mx_u8";
@@ -509,7 +495,7 @@ void emit_columns_kernel(Ctx& x) {
                            lines_padded(x) ? fmt::format(" + {}", kColumnsLinePad) : std::string());
   std::string ind = "  ";
   if (pipe) {
-    const int slot_bytes = columns_slot_bytes(pl);
+    const int slot_bytes = columns_slot_bytes(cols(x));
     x.out += fmt::format("  extern __shared__ __align__(128) mx_u8 ring[];  // [{}][{}]: tiles in flight (columns_slot_bytes)\n", S, slot_bytes);
     x.out += fmt::format("  __shared__ __align__(8) mx_u64 full[{}];  // per slot: its copies have landed (phase: the slot's use count & 1)\n", S);
     std::string n_tiles = "unsigned(P.tiles_r) * unsigned(P.tiles_c)";
@@ -527,7 +513,7 @@ void emit_columns_kernel(Ctx& x) {
     x.out += tile_coords(x, "tile", ind);
     x.out += fmt::format("    const bool fast = whole(t_r0, t_c0);\n    mx_mbar_wait(&full[it % {0}], (it / {0}) & 1);\n", S);
     x.out += fmt::format("    const mx_u8* const slot = ring + (it % {}) * {} + lane_r0 * {} + 16 * (lane_r0 / {}) + lane_c0 * 2;  // this thread's first row\n",
-                         S, slot_bytes, columns_row_bytes(pl), kRows);
+                         S, slot_bytes, columns_row_bytes(cols(x)), kRows);
   } else {
     x.out += tile_coords(x, "blockIdx.x", ind);
   }
@@ -536,10 +522,8 @@ void emit_columns_kernel(Ctx& x) {
   // The fast path: every thread of the warp has whole tiles and every code store is aligned
   // (warp-uniform: both paths shuffle across the warp).
   const std::string fast = "rows_full && cols_full && " + codes_aligned(x);
-  // Staged codes: the CTA takes one path (the copy-out below needs every warp's codes). The
-  // same test without the barrier before the loads (whole_tile, CTA-uniform) measured no faster
-  // (H200, dim0+dim1 blocked 16384^2, 4 interleaved rounds: 287.2-289.0 against 287.8-288.4 us)
-  // and left ptxas 40 bytes of spills in the tail path, against 20.
+  // Staged codes: the CTA takes one path (the copy-out below needs every warp's codes; a
+  // CTA-uniform test without the barrier was no faster: docs/perf-log.md#columns-cta-path).
   // Pipelined: `fast` is whole(t_r0, t_c0), declared above (CTA-uniform).
   if (pipe) x.out += ind + "if (fast) {\n";
   else if (stage_codes) x.out += fmt::format("{}const bool fast = __syncthreads_and({});\n{}if (fast) {{\n", ind, fast, ind);
@@ -550,15 +534,9 @@ void emit_columns_kernel(Ctx& x) {
   x.out += ind + "}\n";
   // Pipelined: this barrier also frees the tile's ring slot for the copies issued next.
   if (pipe && staged.empty() && !stage_codes) x.out += ind + "__syncthreads();\n";
-  // sm_90+ with blocked scales: whole tiles' staged lines leave as bulk copies. With linear
-  // scales the bulk copies measured slower (H200, 16384^2, 4 interleaved rounds of explore
-  // --rounds 5, a first build whose pad left a 2-way conflict on the row-wise staging stores:
-  // 307.1-308.6 us against 304.2-306.0; blocked 285.4-286.5 against 288.0-289.1), where the
-  // tile's row-wise scales leave as 128 partial-sector stores after the copy.
-  bool scales_blocked = true;
-  for (const Output& out : x.p.outputs())
-    if (out.kind == OutputKind::scales && (!out.layout.is_blocked() || out.layout.is_grouped())) scales_blocked = false;
-  const bool bulk = !pipe && lines_padded(x) && x.target.sm() >= 90 && scales_blocked;
+  // sm_90+ with blocked scales: whole tiles' staged lines leave as bulk copies (ColumnsPlan::
+  // bulk_copy_out; slower with linear scales: docs/perf-log.md#columns-bulk-copy-out).
+  const bool bulk = cols(x).bulk_copy_out;
   if (bulk && int(code_outputs(x).size()) * 128 > pl.threads)
     throw Error(fmt::format("mxjit internal: {} code outputs need {} threads for their bulk copies; the plan has {}",
                             code_outputs(x).size(), code_outputs(x).size() * 128, pl.threads));
@@ -566,7 +544,7 @@ void emit_columns_kernel(Ctx& x) {
     if (bulk) x.out += ind + "mx_bulk_fence();  // the staged codes, for the bulk copies after the barrier\n";
     x.out += ind + "__syncthreads();\n" + ind + "{\n";
     x.out += fmt::format("{0}  const int r0 = t_r0, c0 = t_c0, nr = n_r - r0 < {1} ? n_r - r0 : {1}, nc = n_c - c0 < {2} ? n_c - c0 : {2};\n",
-                         ind, pl.tile_r, pl.tile_c);
+                         ind, cols(x).tile_rows, cols(x).tile_cols);
     if (stage_codes) {
       // A line is 128 / B lanes' B-byte chunks (B = 16 where every code output is 16-byte
       // aligned, else 8): the CTA copies 256 / (128 / B) lines at a time, lines L0, L0 + that, ...
@@ -593,14 +571,8 @@ void emit_columns_kernel(Ctx& x) {
       x.out += fmt::format("{0}  if (fast && {1}) {{\n", ind, codes_aligned(x, 16));
       if (bulk) {
         // One bulk copy per line (the TMA engine reads the shared bytes): output k's 128 lines
-        // from threads 128k .. 128k + 127. H200, 16384^2, blocked scales: 285.0-286.2 us
-        // against 288.2-289.0 copied by the threads at 16 bytes a lane (5 interleaved rounds
-        // of explore --rounds 5); a microbenchmark of this tile without the arithmetic: 91.2%
-        // of the copy bandwidth against 89.5%. A bulk copy takes uniform operands, so a warp
-        // issues its 32 one lane after another (158 M warp instructions against 126 M); lane 0
-        // of each warp issuing 32 in a loop measured 319-323 us (232 M). The row-wise lines
-        // issued as soon as they are staged (a second barrier, before the column-wise codes are
-        // computed) measured 286.0-287.5 us against 285.5-285.8 (3 interleaved rounds).
+        // from threads 128k .. 128k + 127, spread over the warps (a copy takes uniform operands:
+        // docs/perf-log.md#columns-bulk-copy-out).
         int k = 0;
         for (const CodeOut& co : code_outputs(x)) {
           const std::string r = co.along_r ? "0" : "L", c = co.along_r ? "L" : "0";

@@ -7,15 +7,16 @@
 
 #include "codegen/emit_expr.hpp"
 #include "dsl/errors.hpp"
+#include "dsl/text.hpp"
 #include "templates/templates.hpp"
 
 namespace mxjit::detail {
-namespace {
 
-// The line that opens prelude.cuh's grouped-layout section (it runs to the end of the file).
-constexpr std::string_view kGroupedSection = "// ==== section: grouped layouts";
-
-}  // namespace
+std::string times(const std::string& e, int64_t k) { return k == 0 || e == "0" ? "0" : k == 1 ? e : fmt::format("{} * {}", e, k); }
+std::string over(const std::string& e, int64_t k) { return k == 1 || e == "0" ? e : fmt::format("{} / {}", e, k); }
+std::string modulo(const std::string& e, int64_t k) { return k == 1 || e == "0" ? "0" : fmt::format("{} % {}", e, k); }
+std::string ceil_over(const std::string& e, int64_t k) { return k == 1 ? e : fmt::format("({0} + {1} - 1) / {1}", e, k); }
+std::string plus(const std::string& e, int64_t k) { return k == 0 ? e : fmt::format("{} + {}", e, k); }
 
 std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives) {
   std::string r;
@@ -35,8 +36,6 @@ bool has_grouped_layout(const Pipeline& p) {
     if (o.layout.is_grouped()) return true;
   return false;
 }
-
-int grouped_param_words(const Pipeline& p) { return has_grouped_layout(p) ? int(p.inputs().size()) : 0; }
 
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
                                 const std::string& val, const std::string& indent, const std::string& ptr) {
@@ -89,48 +88,59 @@ std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::st
   return indent_lines(s, indent);
 }
 
-std::string fmt_args(const ElemFormat& f) {
+std::string format_args(const ElemFormat& f) {
   int spec = f.specials == Specials::none ? 0 : (f.specials == Specials::fn ? 1 : 2);
   return fmt::format("{}, {}, {}, {}", f.is_int ? 1 : f.ebits, f.mbits, spec, f.is_int ? "true" : "false");
 }
 
+std::vector<std::string> kernel_headers(const Pipeline& p) {
+  std::vector<std::string> h = {"mx_math.cuh", "prelude.cuh", "convert.cuh"};
+  if (has_grouped_layout(p)) h.push_back("mx_grouped.cuh");
+  return h;
+}
+
 void emit_banner(Ctx& x) {
   x.out += "// ==== mxjit generated kernel ========================================================\n";
-  x.out += fmt::format("// generator {}  target {}  {}\n", kGeneratorVersion, x.target.arch, x.sc.str());
-  x.out += fmt::format("// pipeline hash {}\n", x.p.hash().hex());
-  std::string text = x.p.str();
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    x.out += "//   " + text.substr(pos, nl - pos) + "\n";
-    pos = nl == std::string::npos ? text.size() : nl + 1;
+  x.out += fmt::format("// {}\n// generator {}  target {}  stride class {}\n", x.plan.kernel_name, kGeneratorVersion, x.target.arch, x.sc.str());
+  std::string text;
+  try {
+    text = to_text(x.p);
+  } catch (const UsageError&) {
+    // Expressions the text form does not spell (prologues, dequantize): the IR instead.
   }
-  x.out += "// " + x.plan.str() + "\n";
+  if (!text.empty()) x.out += "// pipeline " + text + "\n";
+  else x.out += "// pipeline (IR)\n" + indent_lines(x.p.str() + "\n", "//   ");
+  x.out += fmt::format("// pipeline hash {}\n", x.p.hash().hex());
+  x.out += "// plan\n" + indent_lines(x.plan.str() + "\n", "//   ");
   x.out += "// ====================================================================================\n";
   x.out += fmt::format("#define MXJIT_HW_UE8M0 {}\n#define MXJIT_HW_FP4FP6 {}\n#define MXJIT_HW_FP8 {}\n#define MXJIT_HW_BF16X2 {}\n",
                        x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp4_fp6() ? 1 : 0, x.target.hw_fp8() ? 1 : 0,
                        x.target.sm() >= 90 ? 1 : 0);
-  for (const char* t : {"mx_math.cuh", "prelude.cuh", "convert.cuh"}) {
-    x.out += fmt::format("// ---- templates/{} ----\n", t);
-    std::string_view body = template_text(t);
-    // prelude.cuh ends with its grouped-layout section, emitted only into the kernels that use it
-    // (every other kernel's source, and so its cache key, stays as it was).
-    if (std::string_view(t) == "prelude.cuh" && !has_grouped_layout(x.p)) body = body.substr(0, body.find(kGroupedSection));
-    x.out += body;
-    x.out += "\n";
-  }
+  // mxjit's own headers (templates/), handed to NVRTC by name with the source.
+  for (const std::string& h : kernel_headers(x.p)) x.out += fmt::format("#include \"{}\"\n", h);
+  x.out += "\n";
 }
 
 void emit_params(Ctx& x) {
-  const int ni = int(x.p.inputs().size()), no = int(x.p.outputs().size()), r = x.plan.rank;
-  x.out += "// Kernel parameters: every field 8 bytes, filled by the launcher in this order.\n";
+  const int r = x.plan.rank;
+  x.out += "// Kernel parameters: every field 8 bytes, filled by the launcher in this order (Plan::params).\n";
   x.out += "struct MxParams {\n";
-  x.out += fmt::format("  const void* in[{}];\n  void* out[{}];\n  mx_i64 shape[{}];\n", ni, no, r);
-  x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n  mx_i64 out_stride[{}][{}];\n  mx_i64 out_shape[{}][{}];\n", ni,
-                       r, no, r, no, r);
-  x.out += "  mx_i64 tiles_r, tiles_c;\n  const void* aux;  // NVFP4: the pre-pass tensor amax (FP32), else null\n";
-  if (has_grouped_layout(x.p))
-    x.out += fmt::format("  mx_i64 in_extent[{}];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)\n", ni);
+  for (const ParamLayout::Field& f : x.plan.params.fields) {
+    switch (f.what) {
+      case Param::in: x.out += fmt::format("  const void* in[{}];\n", f.words); break;
+      case Param::out: x.out += fmt::format("  void* out[{}];\n", f.words); break;
+      case Param::shape: x.out += fmt::format("  mx_i64 shape[{}];\n", f.words); break;
+      case Param::in_stride: x.out += fmt::format("  mx_i64 in_stride[{}][{}];\n", f.words / r, r); break;
+      case Param::out_stride: x.out += fmt::format("  mx_i64 out_stride[{}][{}];\n", f.words / r, r); break;
+      case Param::out_shape: x.out += fmt::format("  mx_i64 out_shape[{}][{}];\n", f.words / r, r); break;
+      case Param::tiles_r: x.out += "  mx_i64 tiles_r;\n"; break;
+      case Param::tiles_c: x.out += "  mx_i64 tiles_c;\n"; break;
+      case Param::aux: x.out += "  const void* aux;  // the workspace: NVFP4's pre-pass tensor amax (FP32), else null\n"; break;
+      case Param::in_extent:
+        x.out += fmt::format("  mx_i64 in_extent[{}];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)\n", f.words);
+        break;
+    }
+  }
   x.out += "};\n\n";
 }
 
@@ -161,7 +171,7 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n) {
     std::string code_off = x.in_offset(kc, "r", "c", fp4 ? ba : -1, 2);
     std::string code = fmt::format("mx_u32(mx_ld_u8(P.in[{}], {}))", kc, code_off);
     if (fp4) code = fmt::format("(({} & 1) ? ({} >> 4) : ({} & 15u))", x.idx(ba, "r", "c"), code, code);
-    std::string dv = fmt::format("mx_decode<{}>({})", fmt_args(n->elem), code);
+    std::string dv = fmt::format("mx_decode<{}>({})", format_args(n->elem), code);
     std::string s_off = x.in_offset(ks, "r", "c", ba, bs);
     return fmt::format("({} * {})", dv, dequant_scale_value(n->scale_format, ks, s_off));
   }
@@ -216,11 +226,14 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
       break;
     }
     case ScaleFormat::f32:
-      o += fmt::format("{{\n  const float a = mx_float(m);\n  mult = {} / (a < 1e-12f ? 1e-12f : a);\n  sval = 1.0f / mult;\n}}\n",
+      o += fmt::format("{{\n  const float a = mx_float(m);\n  mult = {} / (a < 1e-12f ? 1e-12f : a);\n",
                        float_literal(f.max_normal()));
+      // pow2: r is +0, normal or NaN; clearing a normal r's mantissa rounds it down.
+      if (sn->pow2) o += "  if (mult == mult) mult = mx_float(mx_bits(mult) & 0xff800000u);\n";
+      o += sn->store_multiplier ? "  sval = mult;\n}\n" : "  sval = 1.0f / mult;\n}\n";
       break;
     case ScaleFormat::e4m3:
-      // NVFP4 (DESIGN §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
+      // NVFP4 (docs/design.md §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
       // The per-tensor factors come from tamax_decl (once per thread, not per block).
       o += "{\n  const float a = mx_float(m);\n";
       if (sn->convention == Nvfp4Convention::te) {
@@ -244,20 +257,22 @@ std::string stored_scale(const Output& out, const std::string& suffix) {
   return fmt::format("mx_u8(byte{})", suffix);
 }
 
-const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
+const char* hw_pair_fn(const Ctx& x, const NodePtr& q) { return hw_pair_fn(x.target, q); }
+
+const char* hw_pair_fn(const Target& target, const NodePtr& q) {
   if (q->round != Round::nearest_even) return nullptr;
-  if (x.target.hw_fp8() && q->elem == e4m3) return "mx_cvt_e4m3x2";
-  if (x.target.hw_fp8() && q->elem == e5m2) return "mx_cvt_e5m2x2";
-  if (x.target.hw_fp4_fp6() && q->elem == e2m1) return "mx_cvt_e2m1x2";
-  if (x.target.hw_fp4_fp6() && q->elem == e2m3) return "mx_cvt_e2m3x2";
-  if (x.target.hw_fp4_fp6() && q->elem == e3m2) return "mx_cvt_e3m2x2";
+  if (target.hw_fp8() && q->elem == e4m3) return "mx_cvt_e4m3x2";
+  if (target.hw_fp8() && q->elem == e5m2) return "mx_cvt_e5m2x2";
+  if (target.hw_fp4_fp6() && q->elem == e2m1) return "mx_cvt_e2m1x2";
+  if (target.hw_fp4_fp6() && q->elem == e2m3) return "mx_cvt_e2m3x2";
+  if (target.hw_fp4_fp6() && q->elem == e3m2) return "mx_cvt_e3m2x2";
   // No FP4/FP6 cvt (sm_89, sm_90): exact emulations, far fewer instructions than mx_encode_rne.
   // Under an E8M0 scale every NaN sits in a NaN block, whose codes the callers overwrite (the
   // codes come from the values the scale's amax saw), so the NaN tests can go.
   const bool e8m0 = q->args[1]->scale_format == ScaleFormat::e8m0;
   if (q->elem == e2m1) return e8m0 ? "mx_e2m1x2_fma_finite" : "mx_e2m1x2_fma";
-  if (x.target.hw_fp8() && q->elem == e2m3) return e8m0 ? "mx_e2m3x2_via_e4m3_finite" : "mx_e2m3x2_via_e4m3";
-  if (x.target.hw_fp8() && q->elem == e3m2) return e8m0 ? "mx_e3m2x2_via_e5m2_finite" : "mx_e3m2x2_via_e5m2";
+  if (target.hw_fp8() && q->elem == e2m3) return e8m0 ? "mx_e2m3x2_via_e4m3_finite" : "mx_e2m3x2_via_e4m3";
+  if (target.hw_fp8() && q->elem == e3m2) return e8m0 ? "mx_e3m2x2_via_e5m2_finite" : "mx_e3m2x2_via_e5m2";
   if (q->elem == int8 && e8m0) return "mx_int8x2_finite";
   return nullptr;
 }
@@ -265,8 +280,8 @@ const char* hw_pair_fn(const Ctx& x, const NodePtr& q) {
 int nan_code(const ElemFormat& f) { return f.has_nan() ? (1 << (f.bits() - 1)) - 1 : 0; }
 
 std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, const std::string& rnd) {
-  if (q->round == Round::stochastic) return fmt::format("mx_encode_sw<{}>({}, true, {})", fmt_args(q->elem), val, rnd);
-  return fmt::format("mx_encode_rne<{}>({})", fmt_args(q->elem), val);
+  if (q->round == Round::stochastic) return fmt::format("mx_encode_sw<{}>({}, true, {})", format_args(q->elem), val, rnd);
+  return fmt::format("mx_encode_rne<{}>({})", format_args(q->elem), val);
 }
 
 // Whether scale s is NVFP4's torchao convention, which clamps the scaled values to [-6, 6].
@@ -277,7 +292,7 @@ static bool torchao_clamp(const Ctx& x, int s) {
 
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
 // times scale s's multiplier, the NVFP4 torchao clamp.
-static std::string scaled(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
+static std::string encoder_input(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
                    const std::string& ind, const std::string& mult, bool clamp = true) {
   std::string r = fmt::format("{}float {} = {};\n", ind, out, in);
   if (q->flush_subnormals)
@@ -310,9 +325,11 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
   };
   bool eight = false;
   if (pair_fn) {
-    eight = !signs8.empty() && !per_column && n == 8 && std::string(pair_fn) == "mx_e2m1x2_fma";
+    eight = !signs8.empty();  // the plan's eight_at_once (DirectPlan)
+    if (eight && (per_column || n != 8 || std::string(pair_fn) != "mx_e2m1x2_fma"))
+      throw Error("mxjit internal: eight E2M1 codes at once need 8 codes of one NVFP4 scale through mx_e2m1x2_fma");
     x.out += fmt::format("{0}float y[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{\n", ind, n);
-    x.out += scaled(x, q, s, src + "[e]", "y_", ind + "  ", mult("e"), !eight) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
+    x.out += encoder_input(x, q, s, src + "[e]", "y_", ind + "  ", mult("e"), !eight) + fmt::format("{}  y[e] = y_;\n{}}}\n", ind, ind);
     // Eight codes at once where no y is NaN and the multiplier's sign is clear (so y has its
     // input's sign, which signs8 reads): no NaN tests, one shift per pair. Both conventions give
     // a block holding a NaN or an infinity a NaN multiplier: its amax is NaN (then so is the
@@ -341,7 +358,7 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     // encoder's results directly into words miscompared on the H200 and is not used.)
     x.out += fmt::format("{0}mx_u32 code[{1}];\n#pragma unroll\n{0}for (int e = 0; e < {1}; e += 2) {{\n", ind, n);
     for (int h = 0; h < 2; ++h) {
-      x.out += scaled(x, q, s, fmt::format("{}[e + {}]", src, h), fmt::format("y{}", h), ind + "  ", mult(fmt::format("e + {}", h)));
+      x.out += encoder_input(x, q, s, fmt::format("{}[e + {}]", src, h), fmt::format("y{}", h), ind + "  ", mult(fmt::format("e + {}", h)));
       if (q->round == Round::stochastic)
         x.out += fmt::format("{}  const mx_u32 rnd{} = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", ind, h, lin(h), q->offset, q->seed);
     }
@@ -368,7 +385,7 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     return;
   }
   const unsigned fill = unsigned(nan_code(q->elem)) * (fp4 ? 0x11111111u : 0x01010101u);
-  x.out += fmt::format("{0}if (flag{1}) {{\n{0}  const mx_u32 f_ = flag{1} == 1u ? 0u : {2}u;\n", ind, s, fill);
+  x.out += fmt::format("{0}if (flag{1}) {{\n{0}  const mx_u32 f_ = flag{1} == 1u ? 0u : {2:#010x}u;\n", ind, s, fill);
   for (int w = 0; w < words; ++w) x.out += fmt::format("{}  wd[{}] = f_;\n", ind, w);
   x.out += ind + "}\n";
 }
@@ -409,20 +426,24 @@ void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, 
                       const std::string& ind, bool full_aligned) {
   const bool fp4 = q->elem.packed();
   const int bytes = fp4 ? n / 2 : n;
-  const auto al = [&](const std::string& check) { return full_aligned ? std::string() : " && " + check; };
-  if (bytes == 16)
-    x.out += fmt::format("{}if ({}{}) mx_st16(ob, mx_v16{{wd[0], wd[1], wd[2], wd[3]}});\n", ind, full, al("mx_aligned16(ob)"));
-  else if (bytes == 8)
-    x.out += fmt::format("{}if ({}{}) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);\n", ind, full,
-                         al("(reinterpret_cast<mx_u64>(ob) & 7u) == 0"));
-  else
-    x.out += fmt::format("{}if ({}{}) *reinterpret_cast<mx_u32*>(ob) = wd[0];\n", ind, full, al("(reinterpret_cast<mx_u64>(ob) & 3u) == 0"));
+  const std::string check = full_aligned ? std::string()
+                            : bytes == 16    ? "mx_aligned16(ob)"
+                            : bytes == 8     ? "(reinterpret_cast<mx_u64>(ob) & 7u) == 0"
+                                             : "(reinterpret_cast<mx_u64>(ob) & 3u) == 0";
+  const std::string cond = full == "true" ? check : check.empty() ? full : full + " && " + check;
+  const std::string store = bytes == 16 ? "mx_st16(ob, mx_v16{wd[0], wd[1], wd[2], wd[3]});"
+                            : bytes == 8 ? "*reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);"
+                                         : "*reinterpret_cast<mx_u32*>(ob) = wd[0];";
+  // A whole, aligned chunk (the caller knows: `full` is "true" with full_aligned): the store alone.
+  if (cond.empty()) return void(x.out += ind + store + "\n");
+  x.out += fmt::format("{}if ({}) {}\n", ind, cond, store);
+  const std::string guard = in_e == "true" ? "" : fmt::format("if ({}) ", in_e);
   if (fp4)
-    x.out += fmt::format("{}else {{\n#pragma unroll\n{}  for (int e = 0; e < {}; e += 2) if ({}) ob[e >> 1] = mx_u8(wd[e >> 3] >> (4 * (e & 7)));\n{}}}\n",
-                         ind, ind, n, in_e, ind);
+    x.out += fmt::format("{}else {{\n#pragma unroll\n{}  for (int e = 0; e < {}; e += 2) {}ob[e >> 1] = mx_u8(wd[e >> 3] >> (4 * (e & 7)));\n{}}}\n",
+                         ind, ind, n, guard, ind);
   else
-    x.out += fmt::format("{}else {{\n#pragma unroll\n{}  for (int e = 0; e < {}; ++e) if ({}) ob[e] = mx_u8(wd[e >> 2] >> (8 * (e & 3)));\n{}}}\n",
-                         ind, ind, n, in_e, ind);
+    x.out += fmt::format("{}else {{\n#pragma unroll\n{}  for (int e = 0; e < {}; ++e) {}ob[e] = mx_u8(wd[e >> 2] >> (8 * (e & 3)));\n{}}}\n",
+                         ind, ind, n, guard, ind);
 }
 
 }  // namespace mxjit::detail
@@ -435,7 +456,7 @@ std::string tamax_decl(const Ctx& x, bool tables) {
   std::string o;
   for (const NodePtr& sn : x.v.scales)
     if (sn->scale_format == ScaleFormat::e4m3) {
-      // Both conventions' per-tensor factors (DESIGN §4), as scale_from_amax uses them: TE's
+      // Both conventions' per-tensor factors (docs/design.md §4), as scale_from_amax uses them: TE's
       // encode scale s_enc = 2688 / amax (1 for amax 0, FLT_MAX for an infinite quotient), with
       // s_enc / 6 and 1 / s_enc; torchao's per_tensor = amax / 2688 and its reciprocal.
       o = "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n"
@@ -470,16 +491,17 @@ void emit_tile_scales(Ctx& x, int o) {
   const BlockSpec& b = block_of(x.v.scales[size_t(si)]);
   const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
   const bool f32 = out.dtype == DType::f32;
-  x.out += fmt::format("  // Scales '{}' ({}) of this tile, from shared memory.\n  {{\n", out.name, out.layout.str());
+  x.out += fmt::format("  // Scales '{}' ({}) of the tile, from shared memory.\n  {{\n", out.name, out.layout.str());
   // Scale-index ranges of this tile along the tile axes (small: int); the last tile also covers
   // the padding of a blocked layout.
-  x.out += fmt::format("    const mx_i64 sr0 = r0 / {0}, sc0 = c0 / {1};\n", br, bc);
-  x.out += fmt::format("    int nsr = (nr + {0} - 1) / {0}, nsc = (nc + {1} - 1) / {1};\n", br, bc);
+  x.out += fmt::format("    const mx_i64 sr0 = {}, sc0 = {};\n", over("r0", br), over("c0", bc));
+  x.out += fmt::format("    int nsr = {}, nsc = {};\n", ceil_over("nr", br), ceil_over("nc", bc));
   if (pl.ax_r < 0) x.out += "    const mx_i64 ext_r = 1;\n";
   else x.out += fmt::format("    const mx_i64 ext_r = P.out_shape[{}][{}];\n", o, pl.ax_r);
   x.out += fmt::format("    const mx_i64 ext_c = P.out_shape[{}][{}];\n", o, pl.ax_c);
   // A whole tile (checked before the last tiles grow over a blocked layout's padding below).
-  const int64_t full_r = pl.ax_r >= 0 ? pl.tile_r / br : 1, full_c = pl.tile_c / bc;
+  const auto [tile_r, tile_c] = pl.tile();
+  const int64_t full_r = pl.ax_r >= 0 ? tile_r / br : 1, full_c = tile_c / bc;
   x.out += fmt::format("    const bool whole = nsr == {} && nsc == {};\n    (void)whole;\n", full_r, full_c);
   int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
   if (out.layout.is_blocked()) {
@@ -515,13 +537,13 @@ void emit_tile_scales(Ctx& x, int o) {
     frame = fmt::format("    const unsigned nR = unsigned(P.out_shape[{0}][{1}]), Cp = (unsigned(P.out_shape[{0}][{2}]) + {3} - 1) / {3} * {3};\n"
                         "    (void)nR;\n", o, row_axis, col_axis, atom_c);
     const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, atom_r, atom_r, atom_r);
-    offset = fmt::format("{} + mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)", base, atom_r, atom_c, sidx(row_axis),
+    offset = fmt::format("{}mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)", base == "0" ? "" : base + " + ", atom_r, atom_c, sidx(row_axis),
                          sidx(col_axis));
   } else {
     for (int a = 0; a < pl.rank; ++a) offset += fmt::format("{}{} * P.out_stride[{}][{}]", offset.empty() ? "" : " + ", sidx(a), o, a);
   }
   x.out += frame;
-  const int64_t lb_row = pl.tile_c / bc;  // scales per tile row in shared memory
+  const int64_t lb_row = tile_c / bc;  // scales per tile row in shared memory
   // Whole tiles of byte scales: 4 neighbours along the inner axis per thread, one 4-byte store
   // (their bytes are adjacent: unit stride for linear, one atom row for blocked), and the scale
   // indices from compile-time extents (shifts, not divisions). Other tiles: one byte per thread.
@@ -546,8 +568,8 @@ void emit_tile_scales(Ctx& x, int o) {
     x.out += fmt::format("    if (whole && nsr == {} && nsc == {} && (reinterpret_cast<mx_u64>(P.out[{}]) & 15u) == 0) {{  // whole 128 x 4 atoms\n",
                          full_r, full_c, o);
     x.out += rotated_loop(items, rot);
-    x.out += fmt::format("        const int t = k % 32, sr = k / 32 / {0} * 128, sc = k / 32 % {0} * 4;  // the atom's first scale (row, column)\n",
-                         atoms_c);
+    x.out += fmt::format("        const int t = k % 32, sr = {}, sc = {};  // the atom's first scale (row, column)\n",
+                         times(over("k / 32", atoms_c), 128), times(modulo("k / 32", atoms_c), 4));
     const bool rows_r = row_axis == pl.ax_r;
     x.out += rows_r ? "        const int ir = sr, ic = sc;\n" : "        const int ir = sc, ic = sr;\n";
     x.out += "        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n        mx_u32 w[4] = {0u, 0u, 0u, 0u};\n";
@@ -568,13 +590,13 @@ void emit_tile_scales(Ctx& x, int o) {
     const int64_t words = full_r * full_c / 4, rot = x.scale_words % pl.threads;
     x.scale_words += int(words);
     x.out += rotated_loop(words, rot);
-    x.out += r_fast ? fmt::format("        const int ir = k % {0} * 4, ic = k / {0};\n", full_r / 4)
-                    : fmt::format("        const int ir = k / {0}, ic = k % {0} * 4;\n", full_c / 4);
+    x.out += r_fast ? fmt::format("        const int ir = {}, ic = {};\n", times(modulo("k", full_r / 4), 4), over("k", full_r / 4))
+                    : fmt::format("        const int ir = {}, ic = {};\n", over("k", full_c / 4), times(modulo("k", full_c / 4), 4));
     x.out += "        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
     x.out += fmt::format("        const int lb = ir * {} + ic;\n", lb_row);
     x.out += "        mx_u32 w = 0u;\n";
-    x.out += fmt::format("        for (int e = 0; e < 4; ++e) w |= mx_u32(s{}_info[lb + e * {}] & 0xffu) << (8 * e);\n", si,
-                         r_fast ? lb_row : 1);
+    x.out += fmt::format("        for (int e = 0; e < 4; ++e) w |= mx_u32(s{}_info[lb + {}] & 0xffu) << (8 * e);\n", si,
+                         times("e", r_fast ? lb_row : 1));
     x.out += fmt::format("        mx_u8* const p = static_cast<mx_u8*>(P.out[{}]) + ({});\n", o, offset);
     x.out += "        if ((reinterpret_cast<mx_u64>(p) & 3u) == 0) *reinterpret_cast<mx_u32*>(p) = w;\n";
     x.out += "        else for (int e = 0; e < 4; ++e) p[e] = mx_u8(w >> (8 * e));\n";
@@ -635,7 +657,7 @@ void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, c
     src += fmt::format(" | (({} % {}) >= {} ? {} : 0)", var, n, n / 2, xr);
     n /= 2;
   }
-  x.out += fmt::format("{0}const mx_u32 w_ = __shfl_sync(0xffffffffu, own{1}[{2} % {3}], (lane & ~{4}){5});\n", ind, s, var, n, mask, src);
+  x.out += fmt::format("{0}const mx_u32 w_ = __shfl_sync(0xffffffffu, own{1}[{2}], (lane & ~{3}){4});\n", ind, s, modulo(var, n), mask, src);
   if (clean) x.out += fmt::format("{0}const mx_u32 flag{1} = 0u;\n{0}const float mult{1} = mx_float(w_);\n", ind, suffix);
   else x.out += fmt::format("{0}const mx_u32 flag{1} = w_ < 3u ? w_ : 0u;\n{0}const float mult{1} = w_ < 3u ? 0.0f : mx_float(w_);\n", ind, suffix);
 }

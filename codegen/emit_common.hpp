@@ -27,8 +27,8 @@ struct Ctx {
   bool direct = false;  // direct (register) kernels name indices ix<axis>, the column `c`
   std::string idx(int axis, const std::string& r, const std::string& c) const {
     if (direct) return axis == plan.ax_c ? c : fmt::format("ix{}", axis);
-    if (axis == plan.ax_c) return fmt::format("(c0 + {})", c);
-    if (axis == plan.ax_r) return fmt::format("(r0 + {})", r);
+    if (axis == plan.ax_c) return c == "0" ? "c0" : fmt::format("(c0 + {})", c);
+    if (axis == plan.ax_r) return r == "0" ? "r0" : fmt::format("(r0 + {})", r);
     return fmt::format("bi{}", axis);
   }
   // Offset of output o at (r, c): sum of index * stride; the FP4 packed axis (if any) is halved.
@@ -61,6 +61,15 @@ struct Ctx {
 };
 
 
+/// Arithmetic on C expressions with constants, folded where the constant makes it an identity, so
+/// that kernels carry no dead code (`* 1`, `/ 1`, `% 1`, `+ 0`, `(x + 1 - 1) / 1`). `e` must be a
+/// primary or parenthesised expression where the result is used inside another operator's operand.
+std::string times(const std::string& e, int64_t k);      ///< e * k ("0" for k = 0, e for k = 1)
+std::string over(const std::string& e, int64_t k);       ///< e / k (e for k = 1)
+std::string modulo(const std::string& e, int64_t k);     ///< e % k ("0" for k = 1)
+std::string ceil_over(const std::string& e, int64_t k);  ///< (e + k - 1) / k (e for k = 1)
+std::string plus(const std::string& e, int64_t k);       ///< e + k (e for k = 0)
+
 /// `text` with every line prefixed by `indent`; with `skip_directives`, preprocessor lines
 /// (`#pragma unroll`) and empty lines are left as they are, as the emitters write them.
 std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives = false);
@@ -78,9 +87,13 @@ std::string raw_chunk_tail(DType t, int k, const std::string& dst, const std::st
 /// The FP32 value of a dequantize scale stored in format f, read from input k at `offset`.
 std::string dequant_scale_value(ScaleFormat f, int k, const std::string& offset);
 /// Template arguments of mx_encode_sw / mx_encode_rne / mx_decode for a format.
-std::string fmt_args(const ElemFormat& f);
-/// The banner (pipeline, hash, plan, target) and the embedded templates.
+std::string format_args(const ElemFormat& f);
+/// The banner (kernel name, generator, target, stride class, the pipeline's text form and hash,
+/// the schedule and the plan), the target's feature macros and the #includes of kernel_headers.
 void emit_banner(Ctx& x);
+/// The templates/ headers a kernel of `p` includes, in order (mx_grouped.cuh only where an output
+/// has a grouped scale layout).
+std::vector<std::string> kernel_headers(const Pipeline& p);
 /// The MxParams struct.
 void emit_params(Ctx& x);
 /// The C expression of an input-like leaf at element (r, c) (tensor inputs are preloaded x<k>[e]).
@@ -101,7 +114,7 @@ std::string tamax_decl(const Ctx& x, bool tables = false);
 /// The name of scale s's per-CTA multiplier table (see tamax_decl).
 std::string mult_table(int s);
 /// True when an output of `p` has a grouped scale layout (Layout::grouped_blocked_128x4): its
-/// kernel then carries the prelude's grouped section and MxParams::in_extent.
+/// kernel then includes mx_grouped.cuh and carries MxParams::in_extent.
 bool has_grouped_layout(const Pipeline& p);
 /// Statements (each line prefixed by `indent`) storing the byte scale `val` of output `o`, whose
 /// layout is grouped_blocked_128x4, at scale index `s_r` along the tile axis ax_r and `s_c`
@@ -118,8 +131,8 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
 /// along an axis also writes the zero padding of a blocked layout. Expects tr, tc, the tile's
 /// origin r0, c0 and valid extents nr, nc, and bi<a> of batch axes, in scope.
 void emit_tile_scales(Ctx& x, int o);
-/// The whole grouped (jagged groups) kernel body.
-void emit_grouped_kernel(Ctx& x);
+/// The whole jagged (jagged groups of rows) kernel body.
+void emit_jagged_kernel(Ctx& x);
 /// The whole columns kernel body (dim1 / per-expert / fused casts of a 2-byte input, registers only).
 void emit_columns_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
@@ -128,6 +141,8 @@ void emit_direct_kernel(Ctx& x);
 /// cvt, or an exact emulation built on FP8 cvt / FMA for FP4 and FP6 without one (sm_89, sm_90);
 /// nullptr where the software encoder runs (INT8, stochastic rounding, FP6 before sm_89).
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q);
+/// hw_pair_fn on `target`.
+const char* hw_pair_fn(const Target& target, const NodePtr& q);
 /// The code a NaN block's elements get: the format's NaN (S=0, all ones) or 0 without one.
 int nan_code(const ElemFormat& f);
 /// The codes of src[0..n) (values; scaled here by scale s's multiplier with q's flush and the
@@ -137,9 +152,9 @@ int nan_code(const ElemFormat& f);
 /// (the Philox counter; only used for stochastic rounding). With `per_column`, every element has
 /// its own scale: multipliers `mult<s>[e]`, and the flags come as per-word masks `keep<s>[w]`
 /// (0xff.. where codes stand) and `fill<s>[w]` (the zero or NaN codes of flagged elements).
-/// `signs8`, when given for 8 E2M1 codes under a scale that is not E8M0 (NVFP4) on a target
-/// without the FP4 cvt: the C expression of the inputs' sign bits at 4e + 3 (see
-/// mx_e2m1x8_f32_finite), which enables the eight-at-once path for finite multipliers.
+/// `signs8`, given where the plan chose eight at once (DirectPlan::eight_at_once: 8 E2M1 codes
+/// under an NVFP4 scale without the FP4 cvt): the C expression of the inputs' sign bits at 4e + 3
+/// (see mx_e2m1x8_f32_finite); the eight-at-once path then serves finite multipliers.
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
                        const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false,
                        const std::string& signs8 = {});

@@ -7,7 +7,7 @@
 //   columns:  [0..7]   [8..15]  [16..23] [24..31] [32..39]      block of 32 = lanes 0-3
 //   amax:     max over 8 -> shfl_xor 1 -> shfl_xor 2 -> every lane of the block has it
 //
-// Software-encoded casts (scatter_scale) reduce-scatter instead: lane j of a block ends with the
+// Software-encoded casts (DirectPlan::scatter_scales) reduce-scatter instead: lane j of a block ends with the
 // amax of its j-th row, computes that row's scale only, and the others fetch it by a shuffle.
 #include <algorithm>
 
@@ -28,13 +28,11 @@ std::vector<int> row_axes(const Plan& pl) {
   return a;
 }
 
-// Rows between a thread's chunks: 1, or 32 with 128-row blocked scales and 4 chunks. Then a
-// thread's rows r, r+32, r+64, r+96 fill the 4 row slots of one 16-byte line of a 128x4 atom,
-// which the first lane of 4 blocks stores whole (emit_blocked_line):
+// DirectPlan::row_step 32: a thread's rows r, r+32, r+64, r+96 fill the 4 row slots of one
+// 16-byte line of a 128x4 atom, which the first lane of 4 blocks stores whole (emit_blocked_line):
 //
 //   grid row group g -> rows 128*(g/32) + g%32 + {0, 32, 64, 96}
 //   atom line (r%32): [ r: c0..c3 | r+32: c0..c3 | r+64: c0..c3 | r+96: c0..c3 ]  (16 bytes)
-int row_step(const Plan& pl) { return pl.pad_r == 128 && pl.unroll == 4 ? 32 : 1; }
 
 // Whether tensor input k is read with 16-byte loads (unit stride along ax_c, aligned).
 bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
@@ -46,33 +44,20 @@ int words_input(const Ctx& x, int s) {
   return k >= 0 && vec_input(x, k) ? k : -1;
 }
 
-// Whether E8M0 scale s is computed once per block row rather than by each of the block's G lanes:
-// its amax comes from loaded words, the G lanes share U rows evenly (see emit_scatter_rows), and
-// its codes are software-encoded. Those casts are bound by the ALU pipe on sm_90 (MXFP4 79%,
-// MXINT8 85% busy, H200); FP8 through the hardware cvt is not (56%), and there the extra
-// registers cost more than the saved instructions (blocked 16640x5120: 67.9 -> 70.0 us).
-bool scatter_scale(const Ctx& x, int s) {
-  const Plan& pl = x.plan;
-  const NodePtr& sn = x.v.scales[size_t(s)];
-  const bool hw_fp8 = x.target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
-  return sn->scale_format == ScaleFormat::e8m0 && !hw_fp8 && words_input(x, s) >= 0 && pl.group > 1 && pl.unroll % pl.group == 0;
-}
+// Whether scale s is computed once per block row, on one lane (the plan's choice).
+bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
 
-// The bf16 input whose words quantize q's E2M1 codes come from, on sm_90 (bf16x2 arithmetic, no
-// FP4 cvt): q rounds to nearest-even without flushing, under an E8M0 scale s of that bare input;
-// else -1.
+// The bf16 input whose words quantize q's E2M1 codes come from (DirectPlan::e2m1_words), or -1.
 int e2m1_words_input(const Ctx& x, const NodePtr& q, int s) {
-  if (x.target.sm() < 90 || x.target.hw_fp4_fp6() || q->elem != e2m1 || q->round != Round::nearest_even || q->flush_subnormals ||
-      q->args[1]->scale_format != ScaleFormat::e8m0)
-    return -1;
-  const int k = words_input(x, s);
-  return k >= 0 && x.p.inputs()[size_t(k)].dtype == DType::bf16 ? k : -1;
+  for (size_t i = 0; i < x.v.quantizes.size(); ++i)
+    if (x.v.quantizes[i] == q) return x.plan.direct().e2m1_words[i] ? words_input(x, s) : -1;
+  return -1;
 }
 
 // Words of 16 bytes per 8-element chunk of a vec input: one for 2-byte types, two for f32.
 int vec_words(DType t) { return t == DType::f32 ? 2 : 1; }
 
-bool vec_dequant(const Ctx& x, const NodePtr& n) { return chunk_dequant(x.p, x.plan, x.sc, n); }
+bool vec_dequant(const Ctx& x, const NodePtr& n) { return chunk_dequant(x.p, x.plan.ax_c, x.sc, n); }
 
 // The vec_dequant nodes under the roots, each once (the index is the suffix of dqc<i>_ / dqs<i>_).
 void collect_dequants(const Ctx& x, const NodePtr& n, std::vector<NodePtr>& out) {
@@ -157,12 +142,11 @@ std::string scale_offset(const Ctx& x, int o, const std::string& C) {
   return s;
 }
 
-// Whether blocked output o leaves the direct kernel by the 4-byte path below (1..8 lanes per block,
-// byte scales, 4 block columns per atom row).
+// Whether blocked output o leaves the direct kernel gathered into words or atom lines
+// (DirectPlan::blocked), not byte by byte.
 bool blocked_words(const Ctx& x, int o) {
-  const Output& out = x.p.outputs()[size_t(o)];
-  return out.layout.is_blocked() && !out.layout.is_grouped() && dtype_size(out.dtype) == 1 && out.layout.atom_cols() == 4 &&
-         x.plan.group <= 8 && x.plan.pad_r % x.plan.unroll == 0;  // a thread's rows: one matrix
+  const BlockedStore b = x.plan.direct().blocked[size_t(o)];
+  return b == BlockedStore::words || b == BlockedStore::atom_lines;
 }
 
 // The blocked scale matrix of output o: its batch base (the row axes other than the blocked row
@@ -193,17 +177,17 @@ void emit_scale_store(Ctx& x, int o, int s) {
   if (out.layout.is_blocked() && !out.layout.is_grouped()) {
     // Blocked, one byte per block from its first lane; the grid covers the padding (zeros).
     const std::vector<int> ra = row_axes(pl);
-    x.out += fmt::format("    if (row0 < rows && slot < pslots && (threadIdx.x % {}) == 0) {{\n", pl.group);
+    x.out += fmt::format("    if (row0 < rows && slot < pslots && (threadIdx.x % {}) == 0) {{\n", pl.direct().lanes_per_block);
     x.out += blocked_frame(x, o, "u", "      ");
     x.out += fmt::format("      const unsigned R = unsigned(ix{}_[u]);\n", ra.back());
-    if (out.layout.atom_rows() < pl.pad_r) x.out += "      if (R < Rp)\n";
+    if (out.layout.atom_rows() < pl.direct().pad_rows) x.out += "      if (R < Rp)\n";
     x.out += fmt::format("      static_cast<{}*>(P.out[{}])[base + mx_blocked_offset32<{}, {}>(R, unsigned(cc / {}), Cp)] = ok[u] ? {} : {}(0);\n    }}\n",
-                         t, o, out.layout.atom_rows(), out.layout.atom_cols(), pl.block_c, val, t);
+                         t, o, out.layout.atom_rows(), out.layout.atom_cols(), pl.direct().block_cols, val, t);
     return;
   }
-  x.out += fmt::format("    if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.group);
+  x.out += fmt::format("    if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.direct().lanes_per_block);
   x.out += fmt::format("      {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
-  x.out += fmt::format("      const int C = cc / {};\n", pl.block_c);
+  x.out += fmt::format("      const int C = cc / {};\n", pl.direct().block_cols);
   if (out.layout.is_grouped()) return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ", "sp") + "    }\n");
   x.out += fmt::format("      sp[{}] = {};\n    }}\n", scale_offset(x, o, "C"), val);
 }
@@ -217,7 +201,7 @@ void emit_scale_store(Ctx& x, int o, int s) {
 void emit_blocked_line(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
-  const int G = pl.group;
+  const int G = pl.direct().lanes_per_block;
   x.out += fmt::format("  {{  // blocked scales '{}': one 16-byte atom line (4 blocks x 4 rows) per 4 blocks\n", out.name);
   x.out += "    const unsigned lane = threadIdx.x & 31u;\n";
   x.out += blocked_frame(x, o, "0", "    ");
@@ -247,8 +231,8 @@ void emit_blocked_line(Ctx& x, int o) {
 void emit_blocked_words(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
-  const int G = pl.group, U = pl.unroll, ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
-  if (U == 4 && ar == 128 && row_step(pl) == 32) return emit_blocked_line(x, o);
+  const int G = pl.direct().lanes_per_block, U = pl.direct().chunks_per_thread, ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  if (x.plan.direct().blocked[size_t(o)] == BlockedStore::atom_lines) return emit_blocked_line(x, o);
   x.out += fmt::format("  {{  // blocked scales '{}': one 4-byte word (4 block columns of one row) per lane and round\n", out.name);
   x.out += fmt::format("    const unsigned lane = threadIdx.x & 31u, j = lane % {}u;\n", G);
   x.out += blocked_frame(x, o, "0", "    ");
@@ -263,9 +247,9 @@ void emit_blocked_words(Ctx& x, int o) {
     x.out += "      mx_u32 w = 0u;\n";
     for (int c = 0; c < 4; ++c)
       x.out += fmt::format("      w |= __shfl_sync(0xffffffffu, mine, (lane & ~{}u) | {}u | j) << {};\n", 4 * G - 1, c * G, 8 * c);
-    x.out += fmt::format("      const unsigned R = R0 + u * {}u;\n", row_step(pl));
+    x.out += fmt::format("      const unsigned R = R0 + u * {}u;\n", pl.direct().row_step);
     std::string cond = fmt::format("st && j < {}u", std::min(G, U - t * G));
-    if (ar < pl.pad_r) cond += " && R < Rp";
+    if (ar < pl.direct().pad_rows) cond += " && R < Rp";
     x.out += fmt::format("      if ({}) {{\n        mx_u8* const p = sp + mx_blocked_offset32<{}, {}>(R, C0, Cp);\n", cond, ar, ac);
     x.out += "        if ((reinterpret_cast<mx_u64>(p) & 3u) == 0) *reinterpret_cast<mx_u32*>(p) = w;\n";
     x.out += "        else for (int b = 0; b < 4; ++b) p[b] = mx_u8(w >> (8 * b));\n      }\n    }\n";
@@ -284,10 +268,10 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
   const auto ixa = [&](int a) { return fmt::format(fmt::runtime(ix), a); };
   RowFrame f;
   // One row axis: its real extent bounds the rows (the grid's padding rows beyond it load nothing).
-  const std::string real_rows = pl.pad_r > 1 && ra.size() == 1 ? fmt::format("P.shape[{}]", ra[0]) : "rows";
-  f.row_ok = fmt::format("{0}const mx_i64 row = row0 + u * {1};\n{0}{2} = row < {3} && slot < slots;\n", ind, row_step(pl), ok, real_rows);
+  const std::string real_rows = pl.direct().pad_rows > 1 && ra.size() == 1 ? fmt::format("P.shape[{}]", ra[0]) : "rows";
+  f.row_ok = fmt::format("{0}const mx_i64 row = row0 + {1};\n{0}{2} = row < {3} && slot < slots;\n", ind, times("u", pl.direct().row_step), ok, real_rows);
   if (ra.empty()) return f;  // a rank-1 domain is one row: no row indices
-  const std::string n_inner = pl.pad_r > 1 ? fmt::format("(unsigned(P.shape[{0}]) + {1}u) / {2}u * {2}u", ra.back(), pl.pad_r - 1, pl.pad_r)
+  const std::string n_inner = pl.direct().pad_rows > 1 ? fmt::format("(unsigned(P.shape[{0}]) + {1}u) / {2}u * {2}u", ra.back(), pl.direct().pad_rows - 1, pl.direct().pad_rows)
                                            : fmt::format("unsigned(P.shape[{}])", ra.back());
   if (ra.size() == 1) {
     f.indices = fmt::format("{}{} = {};\n", ind, ixa(ra[0]), all_vec ? "int(row)" : "row");
@@ -298,7 +282,7 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
       f.indices += fmt::format("{}{{ const unsigned n = {}; {} = rr % n; rr /= n; }}\n", ind,
                                *it == ra.back() ? n_inner : fmt::format("unsigned(P.shape[{}])", *it), ixa(*it));
   }
-  if (pl.pad_r > 1 && ra.size() > 1)
+  if (pl.direct().pad_rows > 1 && ra.size() > 1)
     f.indices += fmt::format("{0}{1} = {1} && {2} < P.shape[{3}];  // not a padding row\n", ind, ok, ixa(ra.back()), ra.back());
   return f;
 }
@@ -325,14 +309,14 @@ std::string owner_store(const Ctx& x, int o, int s, bool all_vec, const std::str
   t += f.row_ok + f.indices;
   // Every lane of a real slot stores: in a partial last block the owner's own chunk may lie past
   // the end (its loads were zeros), but its row's scale is the block's.
-  t += fmt::format("{}if (okr) static_cast<mx_u8*>(P.out[{}])[{}] = mx_u8(byte);\n", in, o, scale_offset(x, o, fmt::format("(cc0 / {})", pl.block_c)));
+  t += fmt::format("{}if (okr) static_cast<mx_u8*>(P.out[{}])[{}] = mx_u8(byte);\n", in, o, scale_offset(x, o, fmt::format("(cc0 / {})", pl.direct().block_cols)));
   return t + ind + "}\n";
 }
 
 // The xors of scale s's reduce-scatter over a block's G lanes (G/2 first; see emit_scatter_scales).
 std::vector<int> scatter_xors(const Plan& pl) {
   std::vector<int> xors;
-  for (int l = pl.group / 2; l >= 1; l /= 2) xors.push_back(l);
+  for (int l = pl.direct().lanes_per_block / 2; l >= 1; l /= 2) xors.push_back(l);
   return xors;
 }
 
@@ -346,7 +330,7 @@ void emit_scatter_rows(Ctx& x, int s, bool all_vec) {
   const int k = words_input(x, s);
   const std::string w = fmt::format("r{}_[u][0]", k);
   x.out += fmt::format("  mx_u32 pw{0}[{1}];  // scale {0}: each row's packed |x| max\n#pragma unroll\n  for (int u = 0; u < {1}; ++u) pw{0}[u] = {2};\n",
-                       s, pl.unroll, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+                       s, pl.direct().chunks_per_thread, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
   const ItemExpr row_m = [&](const std::string& u) { return widen_half(x, k, fmt::format("pw{}[{}]", s, u), -1); };
   const auto store = [&](const std::string& ind) {
     std::string t;
@@ -354,7 +338,7 @@ void emit_scatter_rows(Ctx& x, int s, bool all_vec) {
       if (owner_stores(x, o) && x.v.output_index[size_t(o)] == s) t += owner_store(x, o, s, all_vec, ind);
     return t;
   };
-  emit_scatter_scales(x, s, pl.unroll, scatter_xors(pl), row_m, nullptr, "  ", store);
+  emit_scatter_scales(x, s, pl.direct().chunks_per_thread, scatter_xors(pl), row_m, nullptr, "  ", store);
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -376,7 +360,8 @@ void emit_elems_store(Ctx& x, int o) {
                                   ? fmt::format("mx_e2m1_signs8_bf16(r{0}_[u][0].x, r{0}_[u][0].y, r{0}_[u][0].z, r{0}_[u][0].w)", w)
                                   : "mx_e2m1_signs8_f32(y)";
     emit_packed_codes(x, q, si, fmt::format("v{}", root), 8,
-                      [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ", false, signs);
+                      [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ", false,
+                      x.plan.direct().eight_at_once[size_t(qi)] ? signs : std::string());
   }
   // Codes and values outputs are dense with ax_c innermost (the plan's rule for this kernel; the
   // launcher checks output strides against the layout): unit stride along ax_c, no multiply.
@@ -421,7 +406,7 @@ void emit_values_store(Ctx& x, int o) {
 // `clean`: no block of the warp is flagged for the reduce-scattered scales (emit_clean_split).
 void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   const Plan& pl = x.plan;
-  const int U = pl.unroll, G = pl.group;
+  const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block;
   const std::vector<int> ra = row_axes(pl);
   x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
@@ -434,7 +419,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     if (!vec_input(x, int(k)))
       x.out += fmt::format("    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
     else
-      for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], x{} + {});\n", unpack_fn(in.dtype), k, i, k, 4 * i);
+      for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], {});\n", unpack_fn(in.dtype), k, i, plus(fmt::format("x{}", k), 4 * i));
   }
   for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
   // FP8 codes decode eight at a time through the hardware cvt (sm_89+).
@@ -453,7 +438,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
             if (hw_decode(n)) return fmt::format("(dqf{0}[e] * dqs{0}_[u])", i);
             const std::string code = n->elem.packed() ? fmt::format("((dqc{}_[u].x >> (4 * e)) & 15u)", i)
                                                       : fmt::format("(((e < 4 ? dqc{0}_[u].x : dqc{0}_[u].y) >> (8 * (e & 3))) & 255u)", i);
-            return fmt::format("(mx_decode<{}>({}) * dqs{}_[u])", fmt_args(n->elem), code, i);
+            return fmt::format("(mx_decode<{}>({}) * dqs{}_[u])", format_args(n->elem), code, i);
           }
         return leaf_expr(x, n);
       },
@@ -528,23 +513,22 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
 
 void emit_direct_kernel(Ctx& x) {
   const Plan& pl = x.plan;
-  const int U = pl.unroll, G = pl.group, B = pl.block_c;
-  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.min_blocks, pl.kernel_name);
+  const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block, B = pl.direct().block_cols;
+  x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.ctas_per_sm, pl.kernel_name);
   x.out += tamax_decl(x, true);
   // Column indices are 32-bit: the launcher checks every extent < 2^31.
   x.out += fmt::format("  const int n_c = int(P.shape[{}]);\n  const int nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
   x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
-  // With blocked scales the grid also covers their padding (Plan::pad_r, pad_c): pslots chunk
+  // With blocked scales the grid also covers their padding (DirectPlan::pad_rows, pad_block_cols): pslots chunk
   // slots per row, and the innermost row axis runs to Rpad; padding chunks load nothing (ok false).
-  x.out += fmt::format("  const unsigned pslots = unsigned((nblk + {0} - 1) / {0} * {0}) * {1}u;\n  (void)pslots;\n", pl.pad_c, G);
+  const int pc = pl.direct().pad_block_cols;
+  x.out += fmt::format("  const unsigned pslots = {} * {}u;\n  (void)pslots;\n",
+                       pc == 1 ? "unsigned(nblk)" : fmt::format("unsigned((nblk + {0} - 1) / {0} * {0})", pc), G);
   x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";
   x.out += fmt::format("  bool ok[{0}];\n  int cc_[{0}];\n", U);
-  // Row indices: 32-bit (extents < 2^31, checked at launch) with 16-byte loads, where that keeps
-  // the blocked and software-encoded casts off local memory at their register caps; 64-bit with
-  // element loads, whose loads ptxas then keeps in flight (H200, 16383x5119: 118 us against 181).
-  bool all_vec = true;
-  for (size_t k = 0; k < x.p.inputs().size(); ++k)
-    if (x.p.inputs()[k].kind == InputDecl::tensor) all_vec = all_vec && vec_input(x, int(k));
+  // Row indices: 32-bit with 16-byte loads (off local memory at the register caps), 64-bit with
+  // element loads (DirectPlan::wide_rows; docs/perf-log.md#direct-row-indices).
+  const bool all_vec = !pl.direct().wide_rows;
   for (int a : row_axes(pl)) x.out += fmt::format("  {} ix{}_[{}];\n", all_vec ? "int" : "mx_i64", a, U);
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     const InputDecl& in = x.p.inputs()[k];
@@ -559,7 +543,7 @@ void emit_direct_kernel(Ctx& x) {
   x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
   x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";
   x.out += fmt::format("  const int cc0 = int(slot / {}u) * {} + int(slot % {}u) * 8;\n", G, B, G);
-  if (row_step(pl) == 1) {
+  if (pl.direct().row_step == 1) {
     x.out += fmt::format("  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * {};\n", U);
   } else {
     x.out += "  const mx_i64 gi = mx_i64(blockIdx.z) * gridDim.y + blockIdx.y;  // rows interleaved by 32 (row_step)\n";

@@ -28,6 +28,13 @@ int Target::sm() const {
   return std::stoi(arch.substr(3, i - 3));
 }
 
+int Target::smem_per_sm() const {
+  const int cc = sm();
+  if (cc == 80 || cc == 87) return 164 * 1024;
+  if (cc == 90 || (cc >= 100 && cc < 120)) return 228 * 1024;
+  return 100 * 1024;  // sm_86, sm_89, sm_120 and later consumer parts
+}
+
 bool Target::arch_specific() const { return arch.ends_with("a") || arch.ends_with("f"); }
 
 }  // namespace mxjit

@@ -18,6 +18,13 @@ struct Target {
   bool hw_fp8() const { return sm() >= 89; }
   /// cvt for e2m1/e2m3/e3m2 and ue8m0 (sm_100a/sm_100f/sm_103a/sm_120a...).
   bool hw_fp4_fp6() const { return sm() >= 100 && arch_specific(); }
+  /// Shared memory per SM in bytes: 228 KiB on sm_90 and sm_100-sm_119, 164 KiB on sm_80 and
+  /// sm_87, 100 KiB on sm_86, sm_89 and sm_120+ (the CUDA programming guide's table).
+  int smem_per_sm() const;
+  /// The most shared memory one CTA may use: smem_per_sm() less smem_reserved_per_cta().
+  int smem_per_cta() const { return smem_per_sm() - smem_reserved_per_cta(); }
+  /// Shared memory the driver reserves for each resident CTA (1 KiB from sm_80 on).
+  int smem_reserved_per_cta() const { return 1024; }
   friend bool operator==(const Target&, const Target&) = default;
 };
 

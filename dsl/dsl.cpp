@@ -276,13 +276,15 @@ Scale e8m0_scale(Amax block_amax, ElemFormat elem, Expr exponent, NanPolicy poli
   return Scale(make(std::move(n)));
 }
 
-Scale f32_scale(Amax block_amax, ElemFormat elem) {
+Scale f32_scale(Amax block_amax, ElemFormat elem, F32ScaleOptions options) {
   check_block_amax("f32_scale", block_amax);
   Node n;
   n.op = Op::scale;
   n.rank = block_amax.node()->rank;
   n.scale_format = ScaleFormat::f32;
   n.elem = elem;
+  n.store_multiplier = options.store_multiplier;
+  n.pow2 = options.pow2;
   n.args = {block_amax.node()};
   return Scale(make(std::move(n)));
 }

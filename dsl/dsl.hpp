@@ -123,9 +123,17 @@ Scale e8m0_scale(Amax block_amax, ElemFormat elem, ScaleRule rule, NanPolicy pol
 /// An E8M0 scale whose unbiased exponent is the user expression `exponent` of `amax_var()`
 /// (e.g. `ceil_log2(amax_var() * (1.0 / 448)) + 1`); clamped to [-127, 127].
 Scale e8m0_scale(Amax block_amax, ElemFormat elem, Expr exponent, NanPolicy policy = NanPolicy::nan_block);
-/// An FP32 scale s = 1 / (max_normal / max(amax, 1e-12)) (FP8 rowwise / per-group recipes).
-Scale f32_scale(Amax block_amax, ElemFormat elem);
-/// NVFP4: E4M3 block scale under an FP32 per-tensor scale from the tensor amax (DESIGN §4).
+/// What an FP32 scale stores. By default the dequantization scale s = 1 / r of the multiplier
+/// r = max_normal / max(amax, 1e-12) that elements are encoded with (what DeepGEMM and TE read);
+/// torchao's FP8 rowwise / per-group kernels return r itself and may round it down to a power of two.
+struct F32ScaleOptions {
+  bool store_multiplier = false;  ///< store r (torchao) instead of 1 / r
+  bool pow2 = false;              ///< r rounded down to a power of two (exactly, by its exponent bits) first
+};
+/// An FP32 scale: r = max_normal / max(amax, 1e-12) (FP8 rowwise / per-group recipes); stores 1 / r,
+/// or r with `options.store_multiplier`; elements are encoded from x * r.
+Scale f32_scale(Amax block_amax, ElemFormat elem, F32ScaleOptions options = {});
+/// NVFP4: E4M3 block scale under an FP32 per-tensor scale from the tensor amax (docs/design.md §4).
 Scale nvfp4_scale(Amax block_amax, Nvfp4Convention convention);
 
 /// A value divided by its scale, ready for `cast`.

@@ -80,6 +80,8 @@ std::string canonical(const NodePtr& n) {
                           n->policy == NanPolicy::nan_block ? "nan_block" : "satfinite");
       if (n->scale_format == ScaleFormat::e4m3)
         attrs += n->convention == Nvfp4Convention::te ? " te" : " torchao";
+      if (n->pow2) attrs += " pow2";  // printed only when set: earlier pipelines keep their hashes
+      if (n->store_multiplier) attrs += " multiplier";
       break;
     case Op::quantize:
       attrs = n->elem.str();

@@ -2,7 +2,7 @@
 /// \file The canonical IR: an immutable graph of nodes that every DSL value wraps.
 ///
 /// Value nodes compute one FP32 value per element of the pipeline's domain (the input's logical
-/// shape). Block nodes group elements; scale and quantize nodes implement DESIGN §4. The graph is
+/// shape). Block nodes group elements; scale and quantize nodes implement docs/design.md §4. The graph is
 /// printed canonically (commutative arguments ordered, shared subexpressions named once) and that
 /// text is what the stable hash is taken of.
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 namespace mxjit {
 
-/// How a block's shared scale exponent is chosen from its amax (DESIGN §4).
+/// How a block's shared scale exponent is chosen from its amax (docs/design.md §4).
 enum class ScaleRule : uint8_t {
   floor,   ///< OCP v1.0: floor(log2(amax)) - emax; the largest element may clip
   rceil,   ///< NVIDIA/TE/cuBLAS: ceil(log2(amax * (1/max_normal))) in FP32; never clips
@@ -41,7 +41,7 @@ enum class Saturate : uint8_t {
   finite,  ///< clamp to +-max normal (the only mode the MX formats define)
 };
 
-/// The two NVFP4 conventions (DESIGN §4), each bit-exact to its library.
+/// The two NVFP4 conventions (docs/design.md §4), each bit-exact to its library.
 enum class Nvfp4Convention : uint8_t { te, torchao };
 
 /// Node kinds of the IR.
@@ -108,6 +108,8 @@ struct Node {
   Nvfp4Convention convention = Nvfp4Convention::te;
   uint64_t seed = 0, offset = 0;  ///< stochastic rounding
   bool flush_subnormals = false;  ///< quantize: FP32 subnormal inputs become +-0 first
+  bool store_multiplier = false;  ///< FP32 scale: stores the multiplier r, not 1 / r (F32ScaleOptions)
+  bool pow2 = false;              ///< FP32 scale: r rounded down to a power of two
   int depth = 1;                  ///< nesting depth of the expression under this node (filled by the builder)
   int64_t tree_nodes = 1;         ///< nodes under this one, a shared subexpression counted at every use
 };

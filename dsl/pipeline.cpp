@@ -103,6 +103,8 @@ struct Collector {
   }
 };
 
+}  // namespace
+
 const char* kind_name(OutputKind k) {
   switch (k) {
     case OutputKind::elems: return "elems";
@@ -112,8 +114,6 @@ const char* kind_name(OutputKind k) {
   }
   return "?";
 }
-
-}  // namespace
 
 NodePtr blocks_node_of(const NodePtr& n) {
   if (n->op == Op::quantize) return blocks_node_of(n->args[1]);

@@ -11,6 +11,8 @@ namespace mxjit {
 
 /// What an output holds.
 enum class OutputKind : uint8_t { elems, scales, amax, values };
+/// "elems", "scales", "amax" or "values" (messages, the Python binding).
+const char* kind_name(OutputKind k);
 
 /// One named output with its layout.
 struct Output {

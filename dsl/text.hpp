@@ -1,5 +1,5 @@
 #pragma once
-/// \file The short text form of a pipeline, for the command line and logs (DESIGN §3).
+/// \file The short text form of a pipeline, for the command line and logs (docs/design.md §3).
 ///
 /// One line (newlines count as whitespace) of whitespace-separated tokens:
 ///

@@ -1,17 +1,29 @@
 #pragma once
-/// \file The compile pipeline, explicit as in jitify2: generate -> content key -> SQLite lookup
-/// -> NVRTC on a miss -> store. Needs no GPU; loading is runtime/kernel.cpp's business.
+/// \file The compile pipeline, explicit as in jitify2: generate -> [override] -> content key ->
+/// SQLite lookup -> NVRTC on a miss -> [dump] -> store. Needs no GPU; loading is
+/// runtime/kernel.cpp's business.
+///
+/// Environment (read on every compile):
+///   MXJIT_DUMP_DIR=<dir>       writes <dir>/<kernel>.cu, .ptx, .cubin and .plan.txt for every
+///                              kernel compiled (these compiles skip the disk-cache lookup: the
+///                              PTX is not cached)
+///   MXJIT_OVERRIDE_DIR=<dir>   where <dir>/<kernel>.cu exists (a dumped file, hand-edited), it is
+///                              compiled in place of the generated source (its own cache key; one
+///                              note on stderr per file)
+///   MXJIT_DUMP_SOURCE=<dir>|1  writes only the source NVRTC compiles (runtime/nvrtc.hpp)
 #include <memory>
 #include <string>
 
 #include "cache/disk_cache.hpp"
 #include "codegen/emit.hpp"
+#include "runtime/nvrtc.hpp"
 
 namespace mxjit::detail {
 
 /// The result of compiling one specialised kernel.
 struct CompiledKernel {
-  std::string source;       ///< the generated CUDA C++
+  std::string source;       ///< the CUDA C++ compiled (generated, or the MXJIT_OVERRIDE_DIR file)
+  bool overridden = false;  ///< true when an MXJIT_OVERRIDE_DIR file replaced the generated source
   std::string cubin;        ///< ELF bytes for plan's arch
   std::string ptx;          ///< PTX (only when asked for)
   std::string log;          ///< NVRTC log (ptxas -v report when asked for)
@@ -25,7 +37,8 @@ struct CompiledKernel {
 struct CompileOptions {
   bool want_ptx = false;        ///< also produce PTX (forces an NVRTC compile; not cached)
   bool resource_usage = false;  ///< ptxas -v report in the log (forces an NVRTC compile)
-  Tuning tuning;                ///< plan parameters (0 = defaults)
+  Schedule schedule;            ///< the schedule (unset fields: defaults)
+  Fit fit = Fit::exact;         ///< how strictly the schedule must apply (make_plan)
 };
 
 /// The process-wide disk cache (opened on first use from the environment; never null).
@@ -38,6 +51,22 @@ std::string nvrtc_options_text(const std::string& arch);
 /// Throws UsageError (pipeline unsupported on GPU) or CompileError.
 CompiledKernel compile(const Pipeline& p, const Target& target, const StrideClass& sc,
                        const CompileOptions& options = {});
+
+/// The texts of mxjit's headers `names` (templates/), as NVRTC gets them.
+std::vector<NvrtcHeader> kernel_header_texts(const std::vector<std::string>& names);
+
+/// One kernel a job will need: a pipeline, the stride class of its bindings and a schedule.
+struct WarmupItem {
+  Pipeline pipeline;
+  StrideClass stride_class;
+  Schedule schedule = {};
+};
+
+/// Compiles every item for `target` (through the disk cache, as compile() does), on up to
+/// `threads` threads at once (0: one per hardware thread): NVRTC runs on the CPU, one kernel per
+/// thread, so a job's variants cost about the slowest one's time rather than their sum. Returns
+/// the results in the order of `items`; the first failure is rethrown after every compile ended.
+std::vector<CompiledKernel> compile_all(const std::vector<WarmupItem>& items, const Target& target, int threads = 0);
 
 /// Forgets a disk entry whose cubin failed to load, so the next compile replaces it.
 void evict(const Hash128& content_key);

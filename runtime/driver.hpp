@@ -44,6 +44,7 @@ class Driver {
   X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)                         \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)        \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate)              \
+  X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)                            \
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)   \
   X(cuGetErrorName) X(cuGetErrorString)
 

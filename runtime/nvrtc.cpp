@@ -123,8 +123,14 @@ NvrtcOutput nvrtc_compile(const NvrtcRequest& req) {
 
   dump_source(req);
 
+  std::vector<const char*> header_texts, header_names;
+  for (const NvrtcHeader& h : req.headers) {
+    header_texts.push_back(h.text.c_str());
+    header_names.push_back(h.name.c_str());
+  }
   Program prog;
-  check_nvrtc(nvrtcCreateProgram(&prog.handle, req.source.c_str(), file_name.c_str(), 0, nullptr, nullptr),
+  check_nvrtc(nvrtcCreateProgram(&prog.handle, req.source.c_str(), file_name.c_str(), int(req.headers.size()),
+                                 header_texts.data(), header_names.data()),
               "nvrtcCreateProgram");
   auto t0 = std::chrono::steady_clock::now();
   nvrtcResult r = nvrtcCompileProgram(prog.handle, static_cast<int>(argv.size()), argv.data());

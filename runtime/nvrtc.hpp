@@ -6,9 +6,16 @@
 
 namespace mxjit::detail {
 
-/// One NVRTC compilation. The source must be self-contained (it includes no system header).
+/// A header NVRTC resolves `#include "name"` to, from memory.
+struct NvrtcHeader {
+  std::string name;  ///< as the source includes it, e.g. "prelude.cuh"
+  std::string text;
+};
+
+/// One NVRTC compilation. The source may include only `headers` (no system header).
 struct NvrtcRequest {
   std::string source;                      ///< CUDA C++ text
+  std::vector<NvrtcHeader> headers;        ///< headers by name (mxjit's templates/)
   std::string file_name = "kernel.cu";     ///< name used in the log and for MXJIT_DUMP_SOURCE
   std::string arch;                        ///< "sm_90a", "sm_100a", ... (compute_* gives PTX only)
   std::vector<std::string> extra_options;  ///< appended after mxjit's own options

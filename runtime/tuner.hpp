@@ -1,7 +1,11 @@
 #pragma once
-/// \file The tuner's memory: the winning plan parameters per (pipeline, arch, stride class, shape
-/// class), kept in the SQLite cache so later processes use them without searching. The search
-/// itself (which needs a GPU and data) is `mxjit explore` / bench/tune.
+/// \file The tuner's memory: the winning schedule per (pipeline, arch, stride class, shape class),
+/// kept in the SQLite cache so later processes use it without searching. The search itself (which
+/// needs a GPU and data) is `mxjit explore` / bench/explore.cpp.
+///
+/// Stored form: Schedule::str() (named fields). Rows are keyed by the generator version too, so the
+/// positional tune(...) rows of generator 23 and older are never read again (their winners were
+/// tuned for that generator's kernels); they stay in the file until `mxjit cache clear`.
 #include <string>
 #include <vector>
 
@@ -13,17 +17,17 @@ namespace mxjit::detail {
 /// A coarse class of domain sizes: "s" (< 2^20 elements), "m" (< 2^26) or "l".
 std::string shape_class(const std::vector<int64_t>& shape);
 
-/// The key under which a tuning is stored.
-std::string tuning_key(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& shape_class);
+/// The key under which a schedule is stored.
+std::string schedule_key(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& shape_class);
 
-/// The stored tuning for this key, or the defaults when none was stored.
-Tuning stored_tuning(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& shape_class);
+/// The stored schedule for this key, or the default one when none (or an unreadable one) was stored.
+Schedule stored_schedule(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& shape_class);
 
-/// Stores `tuning` as the winner for this key.
-void store_tuning(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& shape_class,
-                  const Tuning& tuning);
+/// Stores `schedule` as the winner for this key.
+void store_schedule(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& shape_class,
+                    const Schedule& schedule);
 
-/// The plan parameters worth trying for `p` (the defaults first).
-std::vector<Tuning> tuning_candidates(const Pipeline& p, const Target& t, const StrideClass& sc);
+/// The schedules worth trying for `p` (the default first), each one that make_plan takes.
+std::vector<Schedule> schedule_candidates(const Pipeline& p, const Target& t, const StrideClass& sc);
 
 }  // namespace mxjit::detail

@@ -2,7 +2,8 @@
 # Installs what mxjit needs from Debian's packages (idempotent). The CUDA 13 toolkit
 # (headers + NVRTC) is expected under /usr/local/cuda, as on the project's machines.
 set -euo pipefail
-pkgs=(cmake g++ make libfmt-dev doctest-dev libsqlite3-dev libcli11-dev libdlpack-dev libxxhash-dev llvm-16-dev clang)  # clang: the libFuzzer targets (tests/fuzz)
+pkgs=(cmake g++ make libfmt-dev doctest-dev libsqlite3-dev libcli11-dev libdlpack-dev libxxhash-dev llvm-16-dev clang  # clang: the libFuzzer targets (tests/fuzz)
+      python3-venv)  # scripts/test_python.sh makes a venv (Debian's python3 needs this for `python3 -m venv`)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
-// mxjit prelude: fixed-width types, bit casts, loads and stores. Included (as text) at the top
-// of every generated kernel; generated code includes nothing else, so NVRTC parses no headers.
+// mxjit prelude: fixed-width types, bit casts, loads and stores. Every generated kernel includes
+// it by name (NVRTC gets templates/*.cuh as named headers; generated code includes nothing else,
+// so NVRTC reads no system header).
 typedef unsigned char mx_u8;
 typedef unsigned short mx_u16;
 typedef unsigned int mx_u32;
@@ -23,9 +24,8 @@ MX_D mx_v16 mx_ld16(const void* p) {
   return v;
 }
 // The same with the L2 asked to fetch the load's whole 256-byte block (`.L2::256B`), for the
-// columns kernel, whose warps read a 2-D tile a few lines at a time: measured on an H200, dim1
-// 16384^2 205.7-208.4 -> 201.8-204.5 us, 3-D E=64 1929 -> 1905 us (the direct kernel, whose
-// warps read whole rows, was unchanged and keeps mx_ld16). Every target is sm_80 or newer.
+// columns kernel, whose warps read a 2-D tile a few lines at a time (docs/perf-log.md#ld16-l2-256b).
+// Every target is sm_80 or newer.
 MX_D mx_v16 mx_ld16_l2(const void* p) {
   mx_v16 v;
   asm volatile("ld.global.nc.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -134,8 +134,8 @@ MX_D mx_u32 mx_warp_max_u32(mx_u32 v) {
 
 // Publishes this thread's max |x| bit pattern m to the tensor amax *dst: the block's max by
 // shuffles and shared memory, then one atomicMax per block, skipped where *dst (read from L2,
-// where the atomics happen) already holds as much. One atomic per warp on one word serialises
-// in L2: the NVFP4 pre-pass spent 340 us on 16384^2 so. Every thread of the (1-D) block calls it.
+// where the atomics happen) already holds as much (one atomic per warp on one word serialises in
+// L2: docs/perf-log.md#amax-publish). Every thread of the (1-D) block calls it.
 MX_D void mx_block_amax_publish(mx_u32* dst, mx_u32 m) {
   __shared__ mx_u32 red[32];
   if (m > 0x7f800000u) m = 0x7fc00000u;
@@ -161,7 +161,7 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
 }
 
 #if __CUDA_ARCH__ >= 900
-// Thread-block clusters (sm_90+; the grouped kernel with Plan::cluster > 1). Every thread of every
+// Thread-block clusters (sm_90+; the jagged kernel with JaggedPlan::cluster > 1). Every thread of every
 // CTA of the cluster calls the barriers. arrive + wait = a cluster-wide barrier whose release /
 // acquire makes shared-memory writes before it visible to the other CTAs' reads after it.
 MX_D void mx_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
@@ -189,52 +189,4 @@ MX_D unsigned mx_blocked_offset32(unsigned r, unsigned c, unsigned cp) {
 template <int AR, int AC>
 MX_D mx_i64 mx_blocked_offset(mx_i64 b, mx_i64 r, mx_i64 c, mx_i64 rp, mx_i64 cp) {
   return b * rp * cp + mx_i64(mx_blocked_offset32<AR, AC>(unsigned(r), unsigned(c), unsigned(cp)));
-}
-// ==== section: grouped layouts (emitted only into kernels that write a grouped scale layout) ====
-// Offset of scale (r, c) of an R x C scale matrix in grouped_blocked_128x4 (dsl/layout.hpp), or
-// -1 for a scale past the last group end (not stored). Groups split the rows (BY_ROWS) or the
-// columns; their ends are read here, on the device (no host synchronisation): ends[h * es] for
-// h < G, cumulative, in domain units along the grouped axis of extent `ext`, `blk` domain
-// elements per scale along it (1 for the rows axis). In scale units e_h = ceil(end_h / blk), and
-// group h holds s_h = e_{h-1} .. e_h - 1 (e_{-1} = 0). The ends are not validated on the device:
-// each is clamped into [previous end, ext], so even bad ends never index past the buffer's
-// host-side bound. Every group is a complete 128x4-blocked matrix at a padded start, which a
-// linear walk over the groups accumulates (any G, empty groups; g + 1 reads of `ends`, which
-// stay in L1, for a scale of group g):
-//
-//   BY_ROWS (token groups):                     columns groups (K groups):
-//     P_h = sum_{j<h} roundup(n_j, 128)           Q_h = sum_{j<h} roundup(n_j, 4), Rp = roundup(R, 128)
-//     p = P_g + (r - s_g), Cp = roundup(C, 4)     k = c - s_g, Cg = roundup(n_g, 4)
-//     off = blocked(p, c; Cp)                     off = Q_g * Rp + blocked(r, k; Cg)
-//
-//      scale rows         storage rows               scale columns     storage (column bands)
-//     +----------+ 0     +----------+ P_0 = 0        0     s_1  s_2    Q_0*Rp  Q_1*Rp   Q_2*Rp
-//     | group 0  |       | group 0  |               +-----+----+---+  +-------+-------+------+
-//     +----------+ s_1   |  (pad 0) |               | g 0 |g 1 |g 2|  | g 0   | g 1   | g 2  |
-//     | group 1  |       +----------+ P_1 (128k)    |     |    |   |  | Rp x  | Rp x  | ...  |
-//     +----------+ s_2   | group 1  |               +-----+----+---+  | Cg_0  | Cg_1  |      |
-//     | (no grp) |       |  (pad 0) |                                 +-------+-------+------+
-//     +----------+ R     +----------+ P_2
-//
-// blocked(r, c; Cp) is mx_blocked_offset<128, 4>(0, r, c, -, Cp); padding bytes are zeroed by the
-// launcher before the kernel runs (cuMemsetD8Async), so kernels write real scales only.
-template <bool BY_ROWS>
-MX_D mx_i64 mx_grouped_blocked_offset(const int* ends, mx_i64 es, mx_i64 G, mx_i64 blk, mx_i64 ext, mx_i64 r,
-                                      mx_i64 c, mx_i64 R, mx_i64 C) {
-  constexpr mx_i64 U = BY_ROWS ? 128 : 4;  // the padding unit along the grouped axis
-  const mx_i64 i = BY_ROWS ? r : c;        // the scale coordinate along the grouped axis
-  mx_i64 lo = 0, start = 0, pad = 0;       // clamped end (domain units), s_h, padded start of h
-  for (mx_i64 h = 0; h < G; ++h) {
-    mx_i64 e = mx_i64(ends[h * es]);
-    e = e < lo ? lo : (e > ext ? ext : e);
-    lo = e;
-    const mx_i64 end = (e + blk - 1) / blk;
-    if (i < end) {
-      if (BY_ROWS) return mx_blocked_offset<128, 4>(0, pad + (r - start), c, 0, (C + 3) / 4 * 4);
-      return pad * ((R + 127) / 128 * 128) + mx_blocked_offset<128, 4>(0, r, c - start, 0, (end - start + 3) / 4 * 4);
-    }
-    pad += (end - start + U - 1) / U * U;
-    start = end;
-  }
-  return -1;
 }

@@ -1,6 +1,7 @@
 #pragma once
-/// \file The public API of mxjit in one include: the DSL, pipelines and their text form, tensor
+/// \file The public API of mxjit in one include: the DSL, pipelines and their text form, schedules, tensor
 /// views, jit() and Kernel, the CPU reference executor and device helpers (streams, events, graphs).
+#include "codegen/schedule.hpp"
 #include "codegen/target.hpp"
 #include "dsl/dsl.hpp"
 #include "dsl/errors.hpp"

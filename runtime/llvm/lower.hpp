@@ -67,7 +67,7 @@ struct BlockScale {
 };
 
 /// The scale of one block of instance `in` from its amax bits `m` (i32: |x| patterns, NaN above
-/// 0x7f800000), by the reference's rules (DESIGN §4).
+/// 0x7f800000), by the reference's rules (docs/design.md §4).
 BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, llvm::Value* m);
 
 /// Index of block (rb, cb) of the current tile in the scale tensor along `axis`.

@@ -43,12 +43,14 @@ BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, Value* m) {
     }
     case ScaleFormat::f32: {
       mult = b.CreateFDiv(ir.cf(float(f.max_normal())), ir.fmax_nan(ir.fbits(m), ir.cf(1e-12f)));
-      stored = b.CreateFDiv(ir.cf(1.0f), mult);
+      if (sn.pow2)  // r is +0, normal or NaN: clearing a normal r's mantissa rounds it down
+        mult = b.CreateSelect(b.CreateFCmpUNO(mult, mult), mult, ir.fbits(b.CreateAnd(ir.bits(mult), ir.c32(0xff800000u))));
+      stored = sn.store_multiplier ? mult : b.CreateFDiv(ir.cf(1.0f), mult);
       flag = ir.c32(0);
       break;
     }
     case ScaleFormat::e4m3: {
-      // NVFP4 (DESIGN §4), the reference's FP32 operations in the same order; everything that
+      // NVFP4 (docs/design.md §4), the reference's FP32 operations in the same order; everything that
       // depends on the tensor amax t only is loop-invariant (hoisted by LICM).
       Value* a = ir.fbits(m);
       Value* ta = t.tamax[size_t(in.tamax_slot)];

@@ -1,6 +1,6 @@
 #pragma once
 /// \file Scalar building blocks of the CPU reference: element codes decoded to exact doubles and
-/// FP32 values encoded by searching the nearest representable value (DESIGN §4,
+/// FP32 values encoded by searching the nearest representable value (docs/design.md §4,
 /// docs/numerics.md). Slow but obviously right; used by the executor, its tests and the GPU tests.
 #include <cstdint>
 

@@ -55,7 +55,7 @@ BlockScales compute_scales(const Node& scale, std::span<const float> values, con
     case ScaleFormat::f32: {
       s.stored.resize(n);
       for (size_t b = 0; b < n; ++b) {
-        const F32Scale f = f32_block_scale(scale.elem, amax[b]);
+        const F32Scale f = f32_block_scale(scale.elem, amax[b], scale.pow2, scale.store_multiplier);
         s.multiplier[b] = f.multiplier;
         s.stored[b] = f.stored;
       }

@@ -1,6 +1,8 @@
 #include "runtime/reference/scale_rules.hpp"
 
+#include <bit>
 #include <climits>
+#include <cstdint>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -129,9 +131,11 @@ uint8_t e8m0_custom_byte(const NodePtr& expr, NanPolicy policy, float amax) {
   return e8m0_byte_from_exponent(eval_scale_expression(expr, amax));
 }
 
-F32Scale f32_block_scale(ElemFormat elem, float amax) {
-  const float r = float(elem.max_normal()) / mx_fmax_nan(amax, 1e-12f);
-  return F32Scale{r, 1.0f / r};
+F32Scale f32_block_scale(ElemFormat elem, float amax, bool pow2, bool store_multiplier) {
+  float r = float(elem.max_normal()) / mx_fmax_nan(amax, 1e-12f);
+  // r is +0 (amax Inf), a normal number or NaN: clearing the mantissa of a normal one rounds it down.
+  if (pow2 && !std::isnan(r)) r = std::bit_cast<float>(std::bit_cast<uint32_t>(r) & 0xFF800000u);
+  return F32Scale{r, store_multiplier ? r : 1.0f / r};
 }
 
 float nvfp4_te_s_enc(float t) {

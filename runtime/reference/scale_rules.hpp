@@ -1,6 +1,6 @@
 #pragma once
 /// \file Block scales from first principles: the E8M0 rules (FLOOR, RCEIL, CEIL, EVEN, custom
-/// expressions), FP32 scales and the two NVFP4 conventions (DESIGN §4, docs/numerics.md).
+/// expressions), FP32 scales and the two NVFP4 conventions (docs/design.md §4, docs/numerics.md).
 #include <cstdint>
 
 #include "dsl/ir.hpp"
@@ -38,11 +38,12 @@ uint8_t e8m0_custom_byte(const NodePtr& expr, NanPolicy policy, float amax);
 
 /// An FP32 block scale: elements are multiplied by `multiplier`; `stored` is the scale output.
 struct F32Scale {
-  float multiplier;  ///< r = fp32(fp32(max_normal) / max(amax, 1e-12f))
-  float stored;      ///< fp32(1 / r)
+  float multiplier;  ///< r = fp32(fp32(max_normal) / max(amax, 1e-12f)), with pow2: its exponent bits only
+  float stored;      ///< fp32(1 / r), or r with store_multiplier
 };
-/// The FP32 scale of a block (max() propagates NaN).
-F32Scale f32_block_scale(ElemFormat elem, float amax);
+/// The FP32 scale of a block (max() propagates NaN); `pow2` rounds r down to a power of two,
+/// `store_multiplier` stores r instead of 1 / r.
+F32Scale f32_block_scale(ElemFormat elem, float amax, bool pow2 = false, bool store_multiplier = false);
 
 /// One NVFP4 block: its E4M3 scale byte and the FP32 multiplier applied to its elements.
 struct Nvfp4Block {

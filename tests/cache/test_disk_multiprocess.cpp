@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <vector>
 
 #include "cache_test_util.hpp"
@@ -104,4 +105,44 @@ TEST_CASE("multiprocess: 8 processes x 50 keys plus shared keys put at the same 
   DiskCache c(tmp.path());
   CHECK(c.verify(false).ok == kProcs * kOwn + kShared);
   CHECK(files_containing(tmp.path(), ".bad-").empty());
+}
+
+TEST_CASE("multiprocess: lock_key makes a second process wait for the first's compile, then hit") {
+  TempDir tmp;
+  DiskCache parent(tmp.path());
+  const CacheEntry e = test_entry(21);
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  // The child claims the key, tells the parent, "compiles" for 300 ms, puts and releases.
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    int rc = 0;
+    {
+      DiskCache child(tmp.path());
+      std::unique_ptr<KeyLock> claim = child.lock_key(e.key);
+      if (!claim) rc = 1;
+      if (::write(ready[1], "x", 1) != 1) rc = 2;
+      ::usleep(300 * 1000);
+      child.put(e);
+    }
+    ::_exit(rc);
+  }
+  ::close(ready[1]);
+  char byte;
+  REQUIRE(::read(ready[0], &byte, 1) == 1);
+  CHECK_FALSE(parent.get(e.key).has_value());  // still being compiled
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<KeyLock> claim = parent.lock_key(e.key);  // waits for the child
+  const double waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(claim != nullptr);
+  CHECK(waited_ms > 100);
+  auto got = parent.get(e.key);
+  REQUIRE(got.has_value());
+  CHECK(got->blob == e.blob);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::close(ready[0]);
 }

@@ -29,16 +29,17 @@ TEST_CASE("content_key is deterministic") {
 
 TEST_CASE("a key differing in any one component is a different key") {
   const KeyParts base = base_parts();
-  std::vector<KeyParts> variants(6, base);
+  std::vector<KeyParts> variants(7, base);
   variants[0].key_schema = kKeySchema + 1;
   variants[1].generator_version = "0.1.1";
   variants[2].source += " ";
   variants[3].options = "--std=c++17 -arch=sm_90";
   variants[4].arch = "sm_90";
   variants[5].toolchain_version = "12.9";
+  variants[6].headers = "prelude.cuh";
   std::set<Hash128> keys{content_key(base)};
   for (const KeyParts& v : variants) keys.insert(content_key(v));
-  CHECK(keys.size() == 7);
+  CHECK(keys.size() == 8);
 
   // Moving a character across a field boundary must change the key too.
   KeyParts a = base, b = base;

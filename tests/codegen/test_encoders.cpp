@@ -134,7 +134,8 @@ void check_format(ElemFormat elem, const char* what = "rne") {
 }  // namespace
 
 // The exact template arguments codegen/emit_common.cpp's fmt_args gives each format.
-TEST_CASE("mx_encode_rne equals mx_encode_sw without stochastic rounding, all six formats") {
+TEST_CASE("mx_encode_rne equals mx_encode_sw without stochastic rounding, all six formats" *
+          doctest::test_suite("slow")) {
   check_format<4, 3, 1, false>(mxjit::e4m3);
   check_format<5, 2, 2, false>(mxjit::e5m2);
   check_format<2, 3, 0, false>(mxjit::e2m3);
@@ -174,7 +175,7 @@ uint32_t int8_finite(float lo, float hi) { return mxjit_host_convert::mx_int8x2_
 // The pair encoders hw_pair_fn picks for FP4/FP6 on sm_89/sm_90 (FMA magic; the FP8 cvt, here its
 // software twin, which the GPU tests hold to the hardware) and for MXINT8 everywhere (the FP32
 // adder): both lanes, every swept pattern.
-TEST_CASE("FP4/FP6/INT8 pair emulations equal mx_encode_sw, both lanes") {
+TEST_CASE("FP4/FP6/INT8 pair emulations equal mx_encode_sw, both lanes" * doctest::test_suite("slow")) {
   check_format<2, 1, 0, false, Lane<e2m1_pair, 4, false>>(mxjit::e2m1, "fma lo");
   check_format<2, 1, 0, false, Lane<e2m1_pair, 4, true>>(mxjit::e2m1, "fma hi");
   check_format<2, 3, 0, false, Lane<e2m3_pair, 8, false>>(mxjit::e2m3, "via e4m3 lo");
@@ -194,7 +195,8 @@ TEST_CASE("FP4/FP6/INT8 pair emulations equal mx_encode_sw, both lanes") {
 // GPU tests hold to the hardware): every non-NaN bf16 value v in each of the eight element
 // positions, beside partners that rotate through codes of both signs, times every E8M0
 // multiplier, against mx_encode_sw of the FP32 products (what the FP32 path encodes).
-TEST_CASE("E2M1 from bf16 words equals mx_encode_sw of the FP32 products, every bf16 and multiplier") {
+TEST_CASE("E2M1 from bf16 words equals mx_encode_sw of the FP32 products, every bf16 and multiplier" *
+          doctest::test_suite("slow")) {
   using namespace mxjit_host_convert;
   // 6, -0.5, 0, -3, 1.25, -0 and a negative subnormal, beside v.
   const uint32_t partners[] = {0x40c0u, 0xbf00u, 0x0000u, 0xc040u, 0x3fa0u, 0x8000u, 0x8001u};

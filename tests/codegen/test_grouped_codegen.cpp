@@ -1,7 +1,7 @@
 // grouped_blocked_128x4 scales in generated code, without a GPU: every variant the GPU tests run
 // (dim0 and dim1 casts, both group axes, bf16 and f32, row- and column-major inputs, so both the
 // direct and the tiled kernel, E8M0 and NVFP4 scales) compiles with NVRTC for sm_90a and sm_100a;
-// the grouped prelude section and parameters appear only in kernels that write a grouped layout.
+// mx_grouped.cuh and in_extent appear only in kernels that write a grouped layout.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -51,7 +51,7 @@ std::vector<test::CompileVariant> variants() {
 
 }  // namespace
 
-TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a") {
+TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
   const std::vector<test::CompileVariant> vs = variants();
   const int compiled = test::compile_variants(vs);
   MESSAGE("compiled " << compiled << " grouped-layout kernels");
@@ -68,30 +68,33 @@ TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes th
         CAPTURE(group_axis);
         CAPTURE(col_major);
         // The block axis is the unit-stride axis: the direct kernel; otherwise the tiled one.
-        CHECK((k.plan.kind == Plan::Kind::direct) == (block_axis == (col_major ? 0 : 1)));
+        CHECK((k.plan.kind == KernelKind::direct) == (block_axis == (col_major ? 0 : 1)));
         CHECK(k.plan.zero_outputs == std::vector<int>{1});
         CHECK(k.source.find(fmt::format("mx_grouped_blocked_offset<{}>", group_axis == 1 - block_axis ? "true" : "false")) !=
               std::string::npos);
         CHECK(k.source.find("mx_i64 in_extent[2];") != std::string::npos);
+        CHECK(k.source.find("#include \"mx_grouped.cuh\"") != std::string::npos);
         CHECK(k.source.find("P.in_extent[1]") != std::string::npos);
         // Padding is the launcher's: the kernel body stores through the grouped offset only.
         const std::string body = k.source.substr(k.source.find("extern \"C\" __global__"));
         CHECK(body.find("mx_grouped_blocked_offset") != std::string::npos);
         CHECK(body.find("mx_blocked_offset") == std::string::npos);
         CHECK(body.find("Rp * Cp") == std::string::npos);
-        CHECK(param_words(p) + grouped_param_words(p) == param_words(p) + 2);
+        CHECK(k.plan.params.fields.back().what == Param::in_extent);
+        CHECK(k.plan.params.fields.back().words == 2);
       }
 }
 
-TEST_CASE("kernels without a grouped layout carry neither the grouped prelude section nor in_extent") {
+TEST_CASE("kernels without a grouped layout include neither mx_grouped.cuh nor in_extent") {
   auto x = input("x", DType::bf16, rank(2));
   auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
   const Pipeline p = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::blocked_128x4())});
   const GeneratedKernel k = generate(p, Target::parse("sm_90a"), default_stride_class(p));
   CHECK(k.source.find("mx_grouped_blocked_offset") == std::string::npos);
-  CHECK(k.source.find("section: grouped layouts") == std::string::npos);
+  CHECK(k.source.find("#include \"mx_grouped.cuh\"") == std::string::npos);
+  CHECK(k.headers == std::vector<std::string>{"mx_math.cuh", "prelude.cuh", "convert.cuh"});
   CHECK(k.source.find("in_extent") == std::string::npos);
   CHECK(k.source.find("mx_blocked_offset") != std::string::npos);
-  CHECK(grouped_param_words(p) == 0);
+  for (const ParamLayout::Field& f : k.plan.params.fields) CHECK(f.what != Param::in_extent);
   CHECK(k.plan.zero_outputs.empty());
 }

@@ -16,7 +16,7 @@
 using namespace mxjit;
 using namespace mxjit::detail;
 
-TEST_CASE("hostile: rank-1 casts compile for every block size, format and input type") {
+TEST_CASE("hostile: rank-1 casts compile for every block size, format and input type" * doctest::test_suite("slow")) {
   // The direct kernel (blocks of 8..256 along the one axis) once took the row axes' last element
   // of an empty list; the tiled one takes the other sizes.
   std::vector<test::CompileVariant> vs;

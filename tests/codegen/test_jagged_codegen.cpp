@@ -1,5 +1,5 @@
 // Jagged token groups (per-group scales from a device offsets array) in generated code, without a
-// GPU: which grouped kernel each input order gets, the tunings it accepts, and that every variant
+// GPU: which jagged kernel each input order gets, the schedules it accepts, and that every variant
 // the GPU tests run compiles with NVRTC for sm_90a and sm_100a.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -41,17 +41,17 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
   for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
     const GeneratedKernel k = generate(jagged(dt, e4m3, true), t, order(1));
     CAPTURE(dtype_name(dt));
-    CHECK(k.plan.kind == Plan::Kind::grouped);
-    CHECK(k.plan.col_w == 8);
-    CHECK(k.plan.tile_c == 64);
-    // Shared memory caps CTAs per SM at min_blocks (2): 3 CTAs and their reserved 1 KiB overflow 228 KiB.
-    CHECK(k.plan.cluster == 1);
-    CHECK(k.plan.min_blocks == 2);
-    CHECK(k.plan.unroll == 8);
+    CHECK(k.plan.kind == KernelKind::jagged);
+    CHECK(k.plan.jagged().vector);
+    CHECK(k.plan.jagged().cols_per_cta == 64);
+    // Shared memory caps CTAs per SM at ctas_per_sm (2): 3 CTAs and their reserved 1 KiB overflow 228 KiB.
+    CHECK(k.plan.jagged().cluster == 1);
+    CHECK(k.plan.ctas_per_sm == 2);
+    CHECK(k.plan.jagged().rows_in_flight == 8);
     CHECK(3 * (k.plan.smem_bytes + 1024) > 233472);
     CHECK(2 * (k.plan.smem_bytes + 1024) <= 233472);
     // The rest of the shared memory caches the group's first rows: 884 bf16 rows of 64 columns.
-    CHECK(k.plan.tile_r == (dt == DType::f32 ? 442 : 884));
+    CHECK(k.plan.jagged().cached_rows == (dt == DType::f32 ? 442 : 884));
     CHECK(k.source.find("cache[") != std::string::npos);
     CHECK(k.source.find("mx_ld16") != std::string::npos);
     CHECK(k.source.find("Pass 2") != std::string::npos);
@@ -59,57 +59,48 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     // A cluster of 4 CTAs (a tuning, sm_90+) splits each group's rows: 4 CTAs per SM by default,
     // 4 rows in flight (8 spill at 64 registers; 1 of f32, where 2 spill; 3 of f16), 426 bf16 rows cached by
     // each (x 4 CTAs).
-    Tuning c4;
-    c4.cluster = 4;
+    const Schedule c4{.cluster = 4};
     const GeneratedKernel kc = generate(jagged(dt, e4m3, true), t, order(1), c4);
-    CHECK(kc.plan.cluster == 4);
-    CHECK(kc.plan.min_blocks == 4);
-    CHECK(kc.plan.unroll == (dt == DType::f32 ? 1 : dt == DType::f16 ? 3 : 4));
+    CHECK(kc.plan.jagged().cluster == 4);
+    CHECK(kc.plan.ctas_per_sm == 4);
+    CHECK(kc.plan.jagged().rows_in_flight == (dt == DType::f32 ? 1 : dt == DType::f16 ? 3 : 4));
     CHECK(5 * (kc.plan.smem_bytes + 1024) > 233472);
     CHECK(4 * (kc.plan.smem_bytes + 1024) <= 233472);
-    CHECK(kc.plan.tile_r == (dt == DType::f32 ? 213 : 426));
+    CHECK(kc.plan.jagged().cached_rows == (dt == DType::f32 ? 213 : 426));
     CHECK(kc.source.find("__cluster_dims__(4, 1, 1)") != std::string::npos);
     CHECK(kc.source.find("mx_ld_cluster_u32") != std::string::npos);
     CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1)) == 0);
     CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1), c4) == 0);
   }
   // Column-major input, codes written column-major, groups along the unit-stride axis: scalar.
-  CHECK(generate(jagged(DType::bf16, e4m3, true), t, order(0)).plan.col_w == 1);
-  CHECK(generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1)).plan.col_w == 1);
-  CHECK(generate(jagged(DType::bf16, e4m3, true, 1), t, order(1)).plan.col_w == 1);
-  CHECK(generate(jagged(DType::bf16, e4m3, true, 1, layout::col_major()), t, order(0)).plan.col_w == 8);
+  CHECK(!generate(jagged(DType::bf16, e4m3, true), t, order(0)).plan.jagged().vector);
+  CHECK(!generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1)).plan.jagged().vector);
+  CHECK(!generate(jagged(DType::bf16, e4m3, true, 1), t, order(1)).plan.jagged().vector);
+  CHECK(generate(jagged(DType::bf16, e4m3, true, 1, layout::col_major()), t, order(0)).plan.jagged().vector);
   // FP4 codes cannot pack pairs across jagged groups: refused when the pipeline is built.
   CHECK_THROWS_WITH_AS(jagged(DType::bf16, e2m1, false, 0, layout::col_major()),
                        doctest::Contains("FP4 codes need fixed blocks"), UsageError);
-  // Tunings: columns per CTA, threads, rows in flight, CTAs per SM; bad values name the rule.
-  Tuning tu;
-  tu.tile_c = 128;
-  tu.threads = 512;
-  tu.unroll = 4;
-  tu.min_blocks = 1;
+  // Schedules: columns per CTA, threads, rows in flight, CTAs per SM; bad values name the rule.
+  const Schedule tu{.tile_cols = 128, .threads = 512, .ctas_per_sm = 1, .rows_in_flight = 4};
   const Plan pl = generate(jagged(DType::bf16, e4m3, true), t, order(1), tu).plan;
-  CHECK(pl.tile_c == 128);
+  CHECK(pl.jagged().cols_per_cta == 128);
   CHECK(pl.threads == 512);
-  CHECK(pl.unroll == 4);
+  CHECK(pl.jagged().rows_in_flight == 4);
   CHECK(pl.smem_bytes > 233472 / 2 - 1024);
-  Tuning bad;
-  bad.tile_c = 96;
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), Schedule{.tile_cols = 96}),
+                       doctest::Contains("tile_cols 96 of the jagged kernel must be 32, 64, 128 or 256"), UsageError);
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), Schedule{.rows_in_flight = 17}),
+                       doctest::Contains("rows_in_flight 17 (1..16)"), UsageError);
+  Schedule bad{.cluster = 3};
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad),
-                       doctest::Contains("tile_c 96 of the grouped kernel must be 32, 64, 128 or 256"), UsageError);
-  bad = Tuning{};
-  bad.unroll = 17;
-  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad), doctest::Contains("unroll 17 (1..16)"),
-                       UsageError);
-  bad = Tuning{};
-  bad.cluster = 3;
-  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad),
-                       doctest::Contains("cluster 3 of the grouped kernel must be 1, 2, 4 or 8"), UsageError);
+                       doctest::Contains("cluster 3 of the jagged kernel must be 1, 2, 4 or 8"), UsageError);
   bad.cluster = 2;
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), Target::parse("sm_89"), order(1), bad),
                        doctest::Contains("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)"), UsageError);
 }
 
-TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; every grouped tuning compiles") {
+TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; every candidate schedule compiles" *
+          doctest::test_suite("slow")) {
   const Target t = Target::parse("sm_90a");
   for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
     CAPTURE(dtype_name(dt));
@@ -125,37 +116,18 @@ TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; 
     CHECK(kernel.find("mx_cp_async_wait<0>();") < kernel.find("__syncthreads()"));
     CHECK(kernel.find(dt == DType::f32 ? "nc > 4 ? unsigned(nc - 4) * 4u : 0u" : "nc > 0 ? unsigned(nc) * 2u : 0u") != std::string::npos);
   }
-  // Every tuning the tuner tries on a grouped cast compiles for sm_90a and sm_100a.
+  // Every schedule the tuner tries on a jagged cast compiles for sm_90a and sm_100a.
   std::vector<test::CompileVariant> vs;
   for (DType dt : {DType::bf16, DType::f32}) {
     const Pipeline p = jagged(dt, e4m3, true);
-    for (const Tuning& tu : tuning_candidates(p, t, order(1)))
-      vs.push_back({fmt::format("{} {}", dtype_name(dt), tu.str()), p, order(1), tu});
+    for (const Schedule& s : schedule_candidates(p, t, order(1)))
+      vs.push_back({fmt::format("{} {}", dtype_name(dt), s.str()), p, order(1), s});
   }
   const int compiled = test::compile_variants(vs);
-  MESSAGE("compiled " << compiled << " grouped tuning candidates");
+  MESSAGE("compiled " << compiled << " jagged candidate schedules");
 }
 
-TEST_CASE("tuning text: ten fields round-trip, the older eight- and nine-field forms still parse, bad text names the form") {
-  Tuning t;
-  t.tile_c = 64;
-  t.unroll = 4;
-  t.min_blocks = 6;
-  t.cluster = 8;
-  t.stages = 3;
-  CHECK(t.str() == "tune(0,64,0,6,-1,0,4,0,8,3)");
-  CHECK(Tuning::parse(t.str()).str() == t.str());
-  CHECK(Tuning::parse("tune(64,128,0,4,1,16,0,1)").str() == "tune(64,128,0,4,1,16,0,1,0,0)");
-  CHECK(Tuning::parse("tune(0,64,0,6,-1,0,4,0,8)").str() == "tune(0,64,0,6,-1,0,4,0,8,0)");
-  CHECK(Tuning{}.is_default());
-  for (const char* s : {"tune(1,2,3)", "tune(0,0,0,0,-1,0,0,0,0", "tune(0,0,0,0,-1,0,0,0,0)x", "tune(0,0,0,0,-1,0,0,0)x",
-                        "tune(0,0,0,0,-1,0,0,0,0,2)x", "tune(0,0,0,0,-1,0,0,0,0,2,1)", "nonsense"})
-    CHECK_THROWS_WITH_AS(Tuning::parse(s),
-                         doctest::Contains("expected tune(tile_r,tile_c,threads,min_blocks,hoist,col_w,unroll,force_tiled,cluster,stages)"),
-                         UsageError);
-}
-
-TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
+TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
   std::vector<test::CompileVariant> vs;
   for (ElemFormat f : {e4m3, e5m2, e2m3, e3m2, int8})
     for (int unit : {1, 0})
@@ -169,10 +141,24 @@ TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a") {
   vs.push_back({"groups along columns, col-major", jagged(DType::bf16, e4m3, true, 1, layout::col_major()), order(0)});
   vs.push_back({"col-major codes", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1)});
   for (int k : {2, 4, 8}) {  // clusters (sm_100a has them too)
-    Tuning tu;
-    tu.cluster = k;
-    vs.push_back({fmt::format("cluster {}", k), jagged(DType::f32, e5m2, false, 0), order(1), tu});
+    vs.push_back({fmt::format("cluster {}", k), jagged(DType::f32, e5m2, false, 0), order(1), Schedule{.cluster = k}});
   }
   const int compiled = test::compile_variants(vs);
   MESSAGE("compiled " << compiled << " jagged-group kernels");
+}
+
+TEST_CASE("jagged groups: FP32 scales storing the multiplier rounded to a power of two compile for sm_90a and sm_100a") {
+  for (const char* arch : {"sm_90a", "sm_100a"})
+    for (int unit : {0, 1}) {
+      auto x = input("x", DType::bf16, rank(2));
+      auto s = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3, F32ScaleOptions{true, true});
+      Pipeline p = pipeline({output("q", cast(e4m3, x / s), layout::col_major()), output("s", s)});
+      CAPTURE(arch);
+      CAPTURE(unit);
+      const GeneratedKernel k = generate(p, Target::parse(arch), order(unit));
+      CHECK(k.source.find("0xff800000u") != std::string::npos);  // the round-down
+      CHECK(k.source.find("1.0f / mult") == std::string::npos);  // r itself is stored
+      const CompiledKernel ck = compile(p, Target::parse(arch), order(unit));  // NVRTC (or the disk cache)
+      CHECK_FALSE(ck.cubin.empty());
+    }
 }

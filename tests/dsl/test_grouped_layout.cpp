@@ -21,7 +21,7 @@ namespace {
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// The 128x4 atom formula of DESIGN §5 for a matrix with `cp` padded columns.
+/// The 128x4 atom formula of docs/design.md §5 for a matrix with `cp` padded columns.
 int64_t atom128(int64_t r, int64_t c, int64_t cp) {
   return ((r / 128) * (cp / 4) + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4;
 }

@@ -1,4 +1,4 @@
-// Layout properties over whole index spaces, tails included (DESIGN §5).
+// Layout properties over whole index spaces, tails included (docs/design.md §5).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -39,7 +39,7 @@ const BlockedCase kBlockedCases[] = {
     {{7, 130}, 1, 0},  {{5, 3, 9}, 2, 0},    {{2, 33, 5}, 1, 2},  {{2, 2, 40, 3}, 2, 3},
 };
 
-/// DESIGN §5 formula for an atom of `ar` x 4 (128x4: 32 lines of 16 bytes; 8x4: 8 lines of 4).
+/// docs/design.md §5 formula for an atom of `ar` x 4 (128x4: 32 lines of 16 bytes; 8x4: 8 lines of 4).
 int64_t design_offset(int64_t ar, int64_t b, int64_t r, int64_t c, int64_t rp, int64_t cp) {
   if (ar == 128)
     return b * rp * cp + ((r / 128) * (cp / 4) + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4;
@@ -91,7 +91,7 @@ void check_blocked(const Layout& l, int64_t ar, int64_t ac) {
 
 }  // namespace
 
-TEST_CASE("layout: blocked_128x4 equals the DESIGN §5 formula, tails and batches included") {
+TEST_CASE("layout: blocked_128x4 equals the docs/design.md §5 formula, tails and batches included") {
   check_blocked(Layout::blocked_128x4(), 128, 4);
 }
 

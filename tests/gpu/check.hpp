@@ -10,28 +10,10 @@
 #include "runtime/device.hpp"
 #include "runtime/kernel.hpp"
 #include "runtime/reference/executor.hpp"
+#include "support/skip.hpp"
 #include "support/tensors.hpp"
 
 namespace mxjit::test {
-
-/// Skips the calling test (one line) when no GPU is present.
-#define MXJIT_REQUIRE_GPU()                                                            \
-  do {                                                                                 \
-    if (!::mxjit::gpu_available()) {                                                   \
-      MESSAGE("skipped: no GPU (" << ::mxjit::gpu_unavailable_reason() << ")");        \
-      return;                                                                          \
-    }                                                                                  \
-  } while (0)
-
-/// Counters for the run record.
-struct GpuRunStats {
-  int launches = 0;
-  int64_t bytes_checked = 0;
-};
-inline GpuRunStats& gpu_stats() {
-  static GpuRunStats s;
-  return s;
-}
 
 /// Runs `k` on the GPU and the reference on the host for `inputs` (host tensors of the domain
 /// `shape`), and compares every output byte, then checks that the GPU left the 64 guard bytes
@@ -86,9 +68,7 @@ inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>&
         if (shown++ < 6) MESSAGE(fmt::format("{}: output '{}': guard byte {} written", label, p.outputs()[o].name, i - n));
         ++bad;
       }
-    gpu_stats().bytes_checked += int64_t(n);
   }
-  gpu_stats().launches += 1;
   return bad;
 }
 

@@ -26,15 +26,15 @@ Pipeline single_cast(DType dt, int rank_, int axis, ElemFormat f, ScaleRule rule
 }
 
 int64_t run_case(const Pipeline& p, std::vector<int64_t> shape, uint64_t seed, bool adversarial,
-                 std::vector<int64_t> strides = {}, DType dt = DType::bf16, const detail::Tuning& tuning = {},
+                 std::vector<int64_t> strides = {}, DType dt = DType::bf16, const Schedule& schedule = {},
                  size_t out_shift = 0) {
-  Kernel k = jit(p, current_target(), tuning);
+  Kernel k = jit(p, current_target(), schedule);
   std::vector<HostTensor> in;
   in.emplace_back(dt, shape, strides);
   fill_random(in.back(), seed, adversarial);
   return check_against_reference(k, in,
                                  fmt::format("{} shape [{}] {} shift {}", p.outputs()[0].node->elem.str(), fmt::join(shape, ","),
-                                             tuning.str(), out_shift),
+                                             schedule.str(), out_shift),
                                  {}, 0, nullptr, out_shift);
 }
 
@@ -77,8 +77,8 @@ int64_t run_block_kinds(const Pipeline& p, int64_t rows, int64_t cols, uint64_t 
 // flagged block kind (all +-0, one NaN, one -Inf, subnormals only, in turn), so that most warps
 // of the columns kernel see no flagged block (their clean path) and a few do, in one launch.
 int64_t run_sparse_flags(const Pipeline& p, const std::vector<int64_t>& shape, const std::vector<std::pair<int64_t, int64_t>>& flagged,
-                         uint64_t seed, const detail::Tuning& tuning = {}) {
-  Kernel k = jit(p, current_target(), tuning);
+                         uint64_t seed, const Schedule& schedule = {}) {
+  Kernel k = jit(p, current_target(), schedule);
   std::vector<HostTensor> in;
   in.emplace_back(DType::bf16, shape);
   fill_random(in.back(), seed, false);
@@ -209,8 +209,7 @@ TEST_CASE("direct kernel, blocked scales 4 bytes at a time: 1..16 lanes per bloc
   for (int64_t blk : {8, 16, 32, 64, 128})
     for (int unroll : {1, 2, 4, 8})
       for (const Layout& sl : {layout::blocked_128x4(), layout::blocked_8x4()}) {
-        detail::Tuning t;
-        t.unroll = unroll;
+        const Schedule t{.chunks_per_thread = unroll};
         const std::vector<int64_t> sh = n % 3 == 2 ? std::vector<int64_t>{3, 70, 9 * blk} : std::vector<int64_t>{int64_t(130 + n), 5 * blk + 8};
         CHECK(run_case(single_cast(DType::bf16, int(sh.size()), int(sh.size()) - 1, n % 2 ? e4m3 : e2m1, ScaleRule::rceil,
                                    layout::row_major(), sl, NanPolicy::nan_block, blk),
@@ -229,9 +228,7 @@ TEST_CASE("dim0 and dim1 from one read of the input") {
   // rows) and register caps, on tiles that are whole, cut in rows, in columns and in both.
   int n = 0;
   for (auto [rows, mb] : {std::pair{8, 2}, std::pair{8, 3}, std::pair{16, 1}, std::pair{16, 3}}) {
-    detail::Tuning t;
-    t.col_w = rows;
-    t.min_blocks = mb;
+    const Schedule t{.ctas_per_sm = mb, .rows_per_thread = rows};
     Kernel k = jit(p, current_target(), t);
     for (auto sh : std::vector<std::vector<int64_t>>{{256, 256}, {200, 136}, {64, 520}, {33, 32}, {300, 1000}}) {
       std::vector<HostTensor> in;
@@ -289,8 +286,7 @@ TEST_CASE("whole tiles store their scales 4 bytes at a time; one scale per lane;
     const Pipeline expert = pipeline({output("q", cast(e4m3, x3 / s3), layout::expert_col_major()), output("s", s3, sl)});
     CHECK(run_case(expert, {3, 256, 512}, uint64_t(n++), true) == 0);
     CHECK(run_case(expert, {2, 300, 520}, uint64_t(n++), false, {}, DType::bf16, {}, 1) == 0);
-    detail::Tuning t;
-    t.col_w = 8;
+    const Schedule t{.rows_per_thread = 8};
     CHECK(run_case(fused, {640, 520}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
     CHECK(run_case(dim1, {640, 520}, uint64_t(n++), true, {}, DType::bf16, t, 1) == 0);
   }
@@ -345,17 +341,15 @@ TEST_CASE("columns kernel pipelined: persistent CTAs over a ring of bulk copies,
   const Pipeline expert = pipeline({output("q", cast(e5m2, x3 / s3), layout::expert_col_major()), output("s", s3, layout::blocked_128x4())});
   int n = 0;
   for (int stages : {2, 3}) {
-    detail::Tuning t;
-    t.stages = stages;
-    t.min_blocks = 0;  // as many as the ring and the staged codes fit
+    Schedule t{.stages = stages};  // ctas_per_sm unset: as many as the ring and the staged codes fit
     for (auto sh : std::vector<std::vector<int64_t>>{{1300, 5200}, {16384, 1024}, {256, 256}, {33, 32}, {200, 136}, {64, 520}}) {
       CHECK(run_case(fused_blocked, sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, t, n % 3 == 2 ? 1 : 0) == 0);
       ++n;
       CHECK(run_case(fused_linear, sh, uint64_t(n), n % 2 == 0, {}, DType::bf16, t) == 0);
       ++n;
     }
-    t.col_w = 8;
-    t.min_blocks = 2;
+    t.rows_per_thread = 8;
+    t.ctas_per_sm = 2;
     CHECK(run_case(dim1, {1300, 5200}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
     CHECK(run_case(dim1, {300, 70}, uint64_t(n++), false, {}, DType::bf16, t, 1) == 0);
     CHECK(run_case(expert, {5, 300, 260}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
@@ -364,22 +358,17 @@ TEST_CASE("columns kernel pipelined: persistent CTAs over a ring of bulk copies,
   {  // The same casts one tile per CTA, 8 and 16 rows per thread. Rows of 260 bf16 (520 bytes)
      // are not 16-byte aligned, so these shapes run the tiled kernel under the same tuning: with
      // 8 rows per thread its whole aligned column chunks once got no store at all (found here).
-    detail::Tuning t;
-    t.stages = 1;
-    t.col_w = 8;
+    Schedule t{.rows_per_thread = 8, .stages = 1};
     CHECK(run_case(expert, {5, 300, 260}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
     CHECK(run_case(expert, {5, 300, 260}, uint64_t(n++), false, {}, DType::bf16, t) == 0);
     CHECK(run_case(dim1, {300, 260}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
     CHECK(run_case(expert, {1, 300, 260}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
     CHECK(run_case(expert, {5, 256, 256}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
-    t.col_w = 16;
+    t.rows_per_thread = 16;
     CHECK(run_case(expert, {5, 300, 260}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
   }
   {  // 16 rows per thread: a 64 KiB tile per stage, one CTA per SM
-    detail::Tuning t;
-    t.stages = 2;
-    t.col_w = 16;
-    t.min_blocks = 1;
+    const Schedule t{.ctas_per_sm = 1, .rows_per_thread = 16, .stages = 2};
     CHECK(run_case(dim1, {1300, 5200}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
     CHECK(run_case(fused_blocked, {300, 1000}, uint64_t(n++), true, {}, DType::bf16, t) == 0);
     CHECK(run_case(single_cast(DType::f16, 2, 0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear()), {520, 72},
@@ -617,6 +606,9 @@ TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes
   Pipeline pe = pipeline({output("q", cast(e4m3, x / se), layout::col_major()), output("s", se)});
   auto sk = e8m0_scale(amax(groups(x, 1, offsets("offs"))), e2m3, ScaleRule::floor, NanPolicy::satfinite);
   Pipeline pk = pipeline({output("q", cast(e2m3, x / sk)), output("s", sk)});
+  // torchao's per-group form: the multiplier itself, rounded down to a power of two.
+  auto sm = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3, F32ScaleOptions{true, true});
+  Pipeline pm = pipeline({output("q", cast(e4m3, x / sm), layout::col_major()), output("s", sm)});
   std::vector<std::vector<int32_t>> group_ends = {
       {0, 1, 32, 65, 1065, 1100},  // sizes 0, 1, 31, 33, 1000, 35
       {1100},                       // one group
@@ -630,7 +622,7 @@ TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes
     group_ends.push_back(e);
   }
   int cases = 0;
-  for (const Pipeline* p : {&pf, &pe, &pk})
+  for (const Pipeline* p : {&pf, &pe, &pk, &pm})
     for (const auto& ends : group_ends)
       for (bool colmajor : {false, true}) {
         const int64_t rows = p == &pk ? 96 : 1100, cols = p == &pk ? 1100 : 96;
@@ -676,16 +668,10 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
   for (size_t ci = 0; ci < std::size(cases); ++ci) {
     const Case& c = cases[ci];
     const Pipeline p = make(c.dt, c.f, c.kind);
-    std::vector<detail::Tuning> tunings(1);
+    std::vector<Schedule> tunings(1);
     auto tune = [&](int w, int th, int u, int mb, int k) {
       if (k > 1 && !clusters) return;
-      detail::Tuning t;
-      t.tile_c = w;
-      t.threads = th;
-      t.unroll = u;
-      t.min_blocks = mb;
-      t.cluster = k;
-      tunings.push_back(t);
+      tunings.push_back(Schedule{.tile_cols = w, .threads = th, .ctas_per_sm = mb, .rows_in_flight = u, .cluster = k});
     };
     // Columns per CTA x threads x rows in flight x CTAs per SM (which sizes the row cache: from
     // ~100 rows at 8 CTAs/SM to ~870 at 1, so groups of 1000 rows take both second-pass paths)
@@ -704,7 +690,7 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
       tune(32, 256, 2, 8, 2);
       tune(128, 256, 0, 0, 4);
     }
-    for (const detail::Tuning& t : tunings) {
+    for (const Schedule& t : tunings) {
       Kernel k = jit(p, current_target(), t);
       for (const auto& ends : group_ends)
         for (auto [cols, stride] : widths) {
@@ -732,13 +718,6 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
     }
   }
   MESSAGE("vector jagged group cases: " << n);
-}
-
-TEST_CASE("run record") {
-  MXJIT_REQUIRE_GPU();
-  GpuInfo info = gpu_info(0);
-  MESSAGE(fmt::format("GPU {} ({}), launches checked {}, bytes compared {}", info.name, nvrtc_arch(info.cc_major, info.cc_minor),
-                      gpu_stats().launches, gpu_stats().bytes_checked));
 }
 
 }  // TEST_SUITE

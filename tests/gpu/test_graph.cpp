@@ -48,9 +48,57 @@ void check_replay(const Pipeline& p, std::vector<int64_t> shape, uint64_t seed) 
   }
 }
 
+// NVFP4 with caller-provided scratch: the very first launch of a fresh Kernel happens inside the
+// capture (no allocation, so it is capturable); replays with new inputs match the reference.
+void check_workspace_capture(Nvfp4Convention c, std::vector<int64_t> shape) {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = nvfp4_scale(amax(blocks(x, 1, 16)), c);
+  Pipeline p = pipeline({output("q", cast(e2m1, x / s)), output("s", s, layout::blocked_128x4())});
+  Kernel k = jit(p);
+  REQUIRE(k.workspace_bytes() == 4);
+  DeviceBuffer ws = DeviceBuffer::alloc(16);
+  HostTensor x0(DType::bf16, shape);
+  DeviceTensor dx = DeviceTensor::of(x0);
+  std::vector<HostTensor> ref, got;
+  std::vector<DeviceTensor> dev;
+  std::vector<TensorView> views, ref_views;
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    OutputGeometry g = output_geometry(p, int(o), shape);
+    ref.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
+    got.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
+    dev.push_back(DeviceTensor::of(got.back()));
+    views.push_back(dev.back().v);
+    ref_views.push_back(ref.back().v);
+  }
+  Stream st = Stream::create();
+  Graph g = Graph::capture(st, [&] { k(st.handle(), {&dx.v, 1}, views, ws.ptr()); });
+  for (uint64_t seed : {11, 12}) {
+    HostTensor xs(DType::bf16, shape);
+    fill_random(xs, seed, true);
+    dx.buf.upload(xs.bytes.data(), xs.bytes.size() - 64);
+    for (DeviceTensor& d : dev) d.buf.fill(0x5A);
+    g.launch(st);
+    st.synchronize();
+    reference::run(p, {&xs.v, 1}, ref_views);
+    for (size_t o = 0; o < dev.size(); ++o) {
+      dev[o].download(got[o]);
+      const size_t n = ref[o].bytes.size() - 64;
+      CHECK_MESSAGE(std::equal(ref[o].bytes.begin(), ref[o].bytes.begin() + long(n), got[o].bytes.begin()),
+                    "output " << p.outputs()[o].name << " seed " << seed);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
+
+TEST_CASE("NVFP4 with caller workspace: first launch inside a capture, replays with new inputs") {
+  MXJIT_REQUIRE_GPU();
+  check_workspace_capture(Nvfp4Convention::te, {96, 160});
+  check_workspace_capture(Nvfp4Convention::torchao, {130, 64});
+}
+
 
 TEST_CASE("a Kernel launch captured into a Graph replays bit-exact (MXFP8, NVFP4)") {
   MXJIT_REQUIRE_GPU();

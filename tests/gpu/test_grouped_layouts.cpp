@@ -225,9 +225,4 @@ TEST_CASE("grouped_blocked_128x4 on the GPU: ends the device clamps (negative, d
   }
 }
 
-TEST_CASE("grouped_blocked_128x4 on the GPU: run record") {
-  MXJIT_REQUIRE_GPU();
-  MESSAGE(fmt::format("launches checked so far {}, bytes compared {}", gpu_stats().launches, gpu_stats().bytes_checked));
-}
-
 }  // TEST_SUITE

@@ -10,24 +10,16 @@
 
 #include "runtime/llvm/cpu_backend.hpp"
 #include "runtime/reference/executor.hpp"
+#include "support/skip.hpp"
 #include "support/tensors.hpp"
 
 namespace mxjit::test {
 
-/// Skips the calling test (one line) when LLVM cannot target this host.
-#define MXJIT_REQUIRE_CPU_BACKEND()                                                           \
-  do {                                                                                        \
-    if (!::mxjit::cpu::cpu_backend_available()) {                                             \
-      MESSAGE("skipped: " << ::mxjit::cpu::cpu_backend_unavailable_reason());                 \
-      return;                                                                                 \
-    }                                                                                         \
+/// Skips the calling test case when LLVM cannot target this host.
+#define MXJIT_REQUIRE_CPU_BACKEND()                                                                         \
+  do {                                                                                                      \
+    if (!::mxjit::cpu::cpu_backend_available()) MXJIT_SKIP(::mxjit::cpu::cpu_backend_unavailable_reason()); \
   } while (0)
-
-/// Bytes compared so far (for the run record).
-inline int64_t& cpu_bytes_checked() {
-  static int64_t n = 0;
-  return n;
-}
 
 /// Runs `k` and the reference on `inputs` (host tensors; the domain is `shape`, inferred from
 /// the first tensor input when empty) and compares every output byte. Returns mismatching bytes.
@@ -67,7 +59,6 @@ inline int64_t check_cpu(const cpu::CpuKernel& k, std::vector<HostTensor>& input
     // The guard tail must be untouched.
     for (size_t i = n; i < cpu_out[o].bytes.size(); ++i)
       if (cpu_out[o].bytes[i] != 0x5A) ++bad;
-    cpu_bytes_checked() += int64_t(n);
   }
   return bad;
 }

@@ -31,7 +31,8 @@ int64_t run_case(const Pipeline& p, std::vector<int64_t> shape, uint64_t seed, b
 
 TEST_SUITE("llvm") {
 
-TEST_CASE("every format, rule and NaN policy: dim0 and dim1, linear and blocked scales") {
+TEST_CASE("every format, rule and NaN policy: dim0 and dim1, linear and blocked scales" *
+          doctest::test_suite("llvm slow")) {
   MXJIT_REQUIRE_CPU_BACKEND();
   int cases = 0;
   for (ElemFormat f : kFormats)

@@ -168,9 +168,11 @@ TEST_CASE("jagged groups: per-group per-column scales, empty groups, rows past t
   auto x = input("x", DType::bf16, rank(2));
   auto sg = e8m0_scale(amax(groups(x, 0, offsets("offs"))), e4m3, ScaleRule::floor);
   auto sf = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
+  auto sm = f32_scale(amax(groups(x, 0, offsets("offs"))), e5m2, F32ScaleOptions{true, true});  // torchao's form
   auto s0 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
   Pipeline p = pipeline({output("q", cast(e4m3, x / sg), layout::col_major()), output("s", sg),
                          output("qf", cast(e4m3, x / sf)), output("sf", sf),
+                         output("qm", cast(e5m2, x / sm), layout::col_major()), output("sm", sm),
                          output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4())});
   for (const std::vector<int32_t>& ends : std::vector<std::vector<int32_t>>{{10, 10, 75, 100}, {0, 33, 60}, {100}, {0}, {}}) {
     std::vector<HostTensor> in;

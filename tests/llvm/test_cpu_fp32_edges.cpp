@@ -32,7 +32,8 @@ Pipeline every_rule(DType dt, ElemFormat f, NanPolicy policy) {
 
 }  // namespace
 
-TEST_CASE("fp32 edges cpu: block maxima at FP32 edges, every rule, format and scale kind, bit-identical with the reference") {
+TEST_CASE("fp32 edges cpu: block maxima at FP32 edges, every rule, format and scale kind, bit-identical with the reference" *
+          doctest::test_suite("slow")) {
   MXJIT_REQUIRE_CPU_BACKEND();
   int runs = 0;
   for (DType dt : {DType::f32, DType::bf16}) {

@@ -179,3 +179,52 @@ TEST_CASE("reference: FP8 per-group colwise scales (jagged groups) of sizes 0, 1
     }
   }
 }
+
+TEST_CASE("reference: FP32 scales storing the multiplier, rounded down to a power of two (torchao's per-group form)") {
+  const std::vector<int32_t> ends = {0, 7, 40, 40, 133};
+  const int64_t G = int64_t(ends.size()), M = ends.back(), C = 11;
+  const TensorView offs = TensorView::contiguous(const_cast<int32_t*>(ends.data()), DType::i32, {G});
+  HostTensor x = random_input(M, C, 77);
+  float* xv = reinterpret_cast<float*>(x.bytes.data());
+  for (int64_t r = 0; r < 7; ++r) xv[x.at({r, 0})] = 0;  // column 0 of group 1 all zero: r = 448 / 1e-12
+  xv[x.at({50, 1})] = INFINITY;  // amax Inf: r = 0 (codes NaN * 0 ... encoded from x * 0)
+  xv[x.at({60, 2})] = NAN;
+  xv[x.at({70, 3})] = 448.0f * 3 * 8192;  // above the random values: r = 2^-13 / 3, pow2: 2^-15
+  auto xi = input("x", DType::f32, rank(2));
+  for (bool pow2 : {false, true})
+    for (bool mult : {false, true}) {
+      CAPTURE(pow2);
+      CAPTURE(mult);
+      auto s = f32_scale(amax(groups(xi, 0, offsets("offs"))), e4m3, F32ScaleOptions{mult, pow2});
+      auto p = pipeline({output("q", cast(e4m3, xi / s)), output("s", s)});
+      // The options are part of the IR (and so of the hash); the defaults print as before.
+      CHECK((p.str().find("multiplier") != std::string::npos) == mult);
+      CHECK((p.str().find("pow2") != std::string::npos) == pow2);
+      auto a = run(p, {x.v, offs}, {M, C}, G);
+      const float* scales = reinterpret_cast<const float*>(a[1].data());
+      int64_t start = 0, bad_scale = 0, bad_code = 0;
+      for (int64_t g = 0; g < G; ++g) {
+        for (int64_t c = 0; c < C; ++c) {
+          float m = 0;
+          for (int64_t r = start; r < ends[size_t(g)]; ++r) m = std::isnan(m) ? m : std::max(m, std::fabs(xv[x.at({r, c})]));
+          for (int64_t r = start; r < ends[size_t(g)]; ++r)
+            if (std::isnan(xv[x.at({r, c})])) m = NAN;
+          float r_ = 448.0f / (std::isnan(m) ? m : std::max(m, 1e-12f));
+          if (pow2 && !std::isnan(r_)) r_ = r_ == 0 ? 0.0f : std::exp2(std::floor(std::log2(double(r_))));
+          const float want = mult ? r_ : 1.0f / r_;
+          const float got = scales[g * C + c];
+          if (!(got == want || (std::isnan(got) && std::isnan(want)))) ++bad_scale;
+          for (int64_t r = start; r < ends[size_t(g)]; ++r)
+            if (a[0][size_t(r * C + c)] != reference::encode_rne(e4m3, xv[x.at({r, c})] * r_)) ++bad_code;
+        }
+        start = ends[size_t(g)];
+      }
+      CHECK(bad_scale == 0);
+      CHECK(bad_code == 0);
+      if (pow2 && mult) {
+        CHECK(scales[1 * C + 0] == std::exp2(48.0f));  // floor(log2(448e12)) = 48
+        CHECK(scales[4 * C + 3] == std::exp2(-15.0f));
+        CHECK(scales[4 * C + 1] == 0.0f);
+      }
+    }
+}

@@ -61,7 +61,8 @@ double gelu_erf_d(double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
 
 }  // namespace
 
-TEST_CASE("mx_math: transcendentals within 4 ulp of double over a sweep of every 257th FP32") {
+TEST_CASE("mx_math: transcendentals within 4 ulp of double over a sweep of every 257th FP32" *
+          doctest::test_suite("slow")) {
   struct Fn {
     const char* name;
     std::function<float(float)> f;

@@ -22,7 +22,7 @@ constexpr ScaleRule kRules[] = {ScaleRule::floor, ScaleRule::rceil, ScaleRule::c
 constexpr NanPolicy kPolicies[] = {NanPolicy::nan_block, NanPolicy::satfinite};
 }  // namespace
 
-TEST_CASE("scale rules: amax 500 in E4M3 (DESIGN §4 worked example)") {
+TEST_CASE("scale rules: amax 500 in E4M3 (docs/design.md §4 worked example)") {
   // FLOOR: floor(log2 500) = 8, minus emax 8 -> 2^0 (byte 127); 500 clips to 448 (0x7E).
   auto f = quantize_1d({500.0f, 1.0f}, e4m3, ScaleRule::floor);
   CHECK(f.scales[0] == 127);

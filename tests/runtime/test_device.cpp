@@ -7,26 +7,20 @@
 #include <vector>
 
 #include "dsl/errors.hpp"
+#include "dsl/pipeline.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/graph.hpp"
+#include "runtime/kernel.hpp"
 #include "runtime/module.hpp"
 #include "runtime/nvrtc.hpp"
+#include "support/skip.hpp"
 
 using namespace mxjit;
 using namespace mxjit::detail;
 
-#define MXJIT_REQUIRE_GPU()                                                          \
-  if (!mxjit::gpu_available()) {                                                     \
-    MESSAGE("skipped: no GPU (" << mxjit::gpu_unavailable_reason() << ")");          \
-    return;                                                                          \
-  }
-
 TEST_CASE("without a GPU: clear reason, typed errors, no crash") {
-  if (gpu_available()) {
-    MESSAGE("skipped: a GPU is present");
-    return;
-  }
+  if (gpu_available()) MXJIT_SKIP("a GPU is present");
   CHECK_FALSE(gpu_available());
   CHECK_FALSE(gpu_unavailable_reason().empty());
   try {
@@ -253,4 +247,20 @@ extern "C" __global__ void smem_copy(int* out, int n) {
     CHECK(ms > 0);
     CHECK(ms < 10000);
   }
+}
+
+TEST_CASE("Kernel workspace: NVFP4 needs 4 bytes, 16-byte aligned; other casts take none") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s4 = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
+  Kernel nv = jit(pipeline({output("q", cast(e2m1, x / s4)), output("s", s4)}), Target::parse("sm_90a"));
+  auto s8 = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  Kernel mx = jit(pipeline({output("q", cast(e4m3, x / s8)), output("s", s8)}), Target::parse("sm_90a"));
+  CHECK(nv.workspace_bytes() == 4);
+  CHECK(mx.workspace_bytes() == 0);
+  // The workspace is checked before anything touches a GPU (or allocates).
+  std::vector<TensorView> none;
+  CHECK_THROWS_WITH_AS(nv(0, none, none, 0), doctest::Contains("needs 4 bytes of 16-byte aligned device scratch"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(nv(0, none, none, 0x1008), doctest::Contains("workspace 0x1008"), UsageError);
+  CHECK_THROWS_WITH_AS(mx(0, none, none, 0x1000), doctest::Contains("needs none"), UsageError);
 }

@@ -12,12 +12,12 @@
 
 namespace mxjit::test {
 
-/// A pipeline to compile, its stride class and tuning, and the name a failure reports.
+/// A pipeline to compile, its stride class and schedule, and the name a failure reports.
 struct CompileVariant {
   std::string name;
   Pipeline p;
   detail::StrideClass sc;
-  detail::Tuning tuning = {};
+  Schedule schedule = {};
 };
 
 /// Compiles every variant for sm_90a and sm_100a; a CHECK per compile. Returns how many ran.
@@ -29,7 +29,7 @@ inline int compile_variants(const std::vector<CompileVariant>& vs) {
     for (const CompileVariant& v : vs)
       jobs.push_back(std::async(std::launch::async, [&t, &v] {
         detail::CompileOptions o;
-        o.tuning = v.tuning;
+        o.schedule = v.schedule;
         const detail::CompiledKernel k = detail::compile(v.p, t, v.sc, o);
         return k.cubin.size() > 4 && k.cubin.compare(0, 4, "\x7f" "ELF") == 0 ? std::string() : v.name;
       }));
@@ -43,10 +43,10 @@ inline int compile_variants(const std::vector<CompileVariant>& vs) {
 }
 
 /// Bytes of register spill stores ptxas reports for `p` compiled for sm_90a.
-inline int spill_bytes(const Pipeline& p, const detail::StrideClass& sc, const detail::Tuning& tu = {}) {
+inline int spill_bytes(const Pipeline& p, const detail::StrideClass& sc, const Schedule& tu = {}) {
   detail::CompileOptions o;
   o.resource_usage = true;
-  o.tuning = tu;
+  o.schedule = tu;
   const detail::CompiledKernel k = detail::compile(p, Target::parse("sm_90a"), sc, o);
   const size_t at = k.log.find("bytes spill stores");
   REQUIRE_MESSAGE(at != std::string::npos, "no ptxas report in: " << k.log);

@@ -130,13 +130,13 @@ if [ "$mode" = gpu ]; then
     ok "groups auto" "$mxjit" cast "$work/x_c.npy" --scale fp32 --groups "$work/offs.npy" --out-dir "$work/groups"
     grep -q "^mxjit: note: .*CPU reference" "$work/err.txt" && pass || fail "groups auto: no fallback notice"
   fi
-  # explore: only the plans asked for, each timed in interleaved rounds; one that does not apply
-  # to the pipeline is refused by name.
-  ok "explore tunings" "$mxjit" explore --spec "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32)" --shape 512,512 --no-layouts \
-    --no-store --rounds 3 --tuning "tune(0,0,0,0,-1,0,2,0,0,0)" --tuning "tune(0,0,0,0,-1,0,4,0,0,0)"
-  [ "$(grep -c ' as given .* ok$' "$work/out.txt")" = 2 ] && pass || fail "explore tunings: $(cat "$work/out.txt")"
-  err "explore tuning that does not apply" "tuning 'tune\\(0,0,0,0,-1,12,0,0,0,0\\)' does not apply to variant 'as given': tuning: col_w 12" 1 \
-    "$mxjit" explore --spec "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32)" --shape 512,512 --tuning "tune(0,0,0,0,-1,12,0,0,0,0)"
+  # explore: only the schedules asked for, each timed in interleaved rounds; one that does not
+  # apply to the pipeline is refused by name.
+  ok "explore schedules" "$mxjit" explore --spec "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32)" --shape 512,512 --no-layouts \
+    --no-store --rounds 3 --schedule "tune(chunks_per_thread=2)" --schedule "tune(chunks_per_thread=4)"
+  [ "$(grep -c ' as given .* ok$' "$work/out.txt")" = 2 ] && pass || fail "explore schedules: $(cat "$work/out.txt")"
+  err "explore schedule that does not apply" "schedule 'tune\\(stages=2\\)' does not apply to variant 'as given': .*stages does not apply to the direct kernel" 1 \
+    "$mxjit" explore --spec "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32)" --shape 512,512 --schedule "tune(stages=2)"
   echo "tools_cli_gpu: $passed checks passed, $failed failed"
   [ "$failed" = 0 ]
   exit
@@ -259,9 +259,13 @@ err "unwritable --out" "--out '/nonexistent-dir/k.cubin'" 1 "$mxjit" compile --a
 err "cache dump bad key" "must be 4 to 32 hex digits" 1 "$mxjit" cache dump zz --out "$work/d.cubin"
 err "cache dump absent key" "no cache entry has a key starting with 'abcdef12'" 1 \
   "$mxjit" cache dump abcdef12 --out "$work/d.cubin"
-err "bench bad tuning" "tuning 'tune\\(1,2\\)': expected tune\\(tile_r" 1 "$mxjit" bench --tuning "tune(1,2)"
-err "explore bad tuning" "tuning 'tune\\(1,2\\)': expected tune\\(tile_r" 1 "$mxjit" explore --spec "bf16[2] -> mxfp8.e4m3 blocks(1,32)" \
-  --shape 64,64 --tuning "tune(0,0,0,0,-1,0,0,0,4,0)" --tuning "tune(1,2)"
+err "bench bad schedule" "schedule 'tune\\(1,2\\)': the positional form of generator 23" 1 "$mxjit" bench --schedule "tune(1,2)"
+err "explore bad schedule" "schedule 'tune\\(cluster=4, unroll=2\\)': unknown field 'unroll'" 1 "$mxjit" explore \
+  --spec "bf16[2] -> mxfp8.e4m3 blocks(1,32)" --shape 64,64 --schedule "tune(cluster=4)" --tuning "tune(cluster=4, unroll=2)"
+err "compile schedule that does not apply" "stages does not apply to the direct kernel, which runs this cast" 1 \
+  "$mxjit" compile --arch sm_90a --emit cuda --schedule "tune(stages=2)"
+ok "compile with a schedule" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/tiled.cu" --schedule "tune(kernel=tiled, tile_rows=32)"
+grep -q "kernel=tiled, tile_rows=32" "$work/tiled.cu" && pass || fail "compile --schedule: the banner does not name the schedule"
 err "explore rounds" "--rounds: Value 0 not in range 1 to 100" 1 "$mxjit" explore --spec "bf16[2] -> mxfp8.e4m3 blocks(1,32)" \
   --shape 64,64 --rounds 0
 err "no subcommand" "A subcommand is required" 1 "$mxjit"

@@ -15,13 +15,13 @@ namespace mxjit::tool {
 namespace {
 
 struct BenchFlags {
-  std::string filter, out, tuning;
+  std::string filter, out, schedule;
   int repeats = 20;
   bool no_large = false, no_small = false;
 };
 
 int run_bench(const BenchFlags& f) {
-  if (!f.tuning.empty()) detail::Tuning::parse(f.tuning);  // bad text is an error with or without a GPU
+  if (!f.schedule.empty()) Schedule::parse(f.schedule);  // bad text is an error with or without a GPU
   if (!gpu_available()) {
     print_error(fmt::format("bench needs a GPU: {}", gpu_unavailable_reason()));
     return kExitUsage;
@@ -32,7 +32,7 @@ int run_bench(const BenchFlags& f) {
   o.repeats = f.repeats;
   o.large = !f.no_large;
   o.small_sweep = !f.no_small;
-  o.tuning = f.tuning;
+  o.schedule = f.schedule;
   auto rows = bench::run_bench(o);
   for (const auto& r : rows)
     if (!r.checked) {
@@ -50,8 +50,8 @@ Action setup(CLI::App& app) {
   app.add_option("--repeats", f->repeats, "timed runs per case (the median is reported)")->check(CLI::Range(5, 1000));
   app.add_flag("--no-large", f->no_large, "skip the large shapes");
   app.add_flag("--no-small", f->no_small, "skip the small-shape launch-overhead sweep");
-  app.add_option("--tuning", f->tuning,
-                 "time every case with these plan parameters, as `mxjit explore` prints them (e.g. tune(0,32,0,3,-1,0,4,0,0,0))");
+  app.add_option("--schedule,--tuning", f->schedule,
+                 "time every case with this schedule, as `mxjit explore` prints it (e.g. \"tune(ctas_per_sm=3, chunks_per_thread=4)\")");
   return [f] { return run_bench(*f); };
 }
 

@@ -27,7 +27,7 @@ struct CompileCommand {
   std::string emit = "cubin";
   std::string out;
   bool resource_usage = false;
-  std::string tuning;
+  std::string schedule;
 };
 
 DType dtype_named(const std::string& n) {
@@ -60,7 +60,7 @@ int run_compile(const CompileCommand& c) {
   detail::CompileOptions options;
   options.want_ptx = c.emit == "ptx";
   options.resource_usage = c.resource_usage;
-  if (!c.tuning.empty()) options.tuning = detail::Tuning::parse(c.tuning);
+  if (!c.schedule.empty()) options.schedule = Schedule::parse(c.schedule);
   const detail::CompiledKernel k = detail::compile(p, target, sc, options);
 
   const std::string& payload = c.emit == "cuda" ? k.source : c.emit == "ptx" ? k.ptx : k.cubin;
@@ -96,7 +96,8 @@ Action setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--out", c->out, "output file (default: stdout for cuda and ptx)");
   app.add_flag("--resource-usage", c->resource_usage, "print the ptxas report (registers, shared memory, spills)");
-  app.add_option("--tuning", c->tuning, "plan parameters as `mxjit explore` prints them, e.g. tune(0,0,0,8,-1,0,4,0,0,0)");
+  app.add_option("--schedule,--tuning", c->schedule,
+                 "the schedule as `mxjit explore` prints it, e.g. \"tune(kernel=columns, rows_per_thread=8, stages=2)\"");
   return [c] { return run_compile(*c); };
 }
 

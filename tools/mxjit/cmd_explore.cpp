@@ -22,7 +22,7 @@ namespace {
 struct ExploreFlags {
   std::string spec, shape, svg;
   bool no_layouts = false, no_store = false;
-  std::vector<std::string> tunings;
+  std::vector<std::string> schedules;
   int rounds = 1;
 };
 
@@ -48,7 +48,7 @@ int run_explore(const ExploreFlags& f) {
   std::vector<int64_t> shape = parse_shape(f.shape);
   if (int(shape.size()) != p.rank())
     throw UsageError(fmt::format("--shape has {} extents but the spec's input has rank {}", shape.size(), p.rank()));
-  for (const std::string& t : f.tunings) detail::Tuning::parse(t);  // bad text is an error with or without a GPU
+  for (const std::string& t : f.schedules) Schedule::parse(t);  // bad text is an error with or without a GPU
   if (!gpu_available()) {
     print_error(fmt::format("explore needs a GPU: {}", gpu_unavailable_reason()));
     return kExitUsage;
@@ -56,7 +56,7 @@ int run_explore(const ExploreFlags& f) {
   bench::ExploreOptions o;
   o.layout_variants = !f.no_layouts;
   o.store = !f.no_store;
-  o.tunings = f.tunings;
+  o.schedules = f.schedules;
   o.rounds = f.rounds;
   bench::ExploreResult r = bench::explore(p, shape, o, [](int done, int total) {
     const int w = 40, filled = done * w / total;
@@ -64,9 +64,9 @@ int run_explore(const ExploreFlags& f) {
                  std::string(size_t(w - filled), '.').c_str(), done, total);
     if (done == total) std::fprintf(stderr, "\n");
   });
-  fmt::print("{:>4} {:<22} {:<34} {:>10} {:>8} {}\n", "rank", "variant", "plan", "us", "% copy", "check");
+  fmt::print("{:>4} {:<22} {:<44} {:>10} {:>8} {}\n", "rank", "variant", "schedule", "us", "% copy", "check");
   for (size_t i = 0; i < r.rows.size(); ++i)
-    fmt::print("{:>4} {:<22} {:<34} {:>10.1f} {:>7.1f}% {}\n", i + 1, r.rows[i].variant, r.rows[i].tuning, r.rows[i].us,
+    fmt::print("{:>4} {:<22} {:<44} {:>10.1f} {:>7.1f}% {}\n", i + 1, r.rows[i].variant, r.rows[i].schedule, r.rows[i].us,
                r.rows[i].pct_copy, r.rows[i].checked ? "ok" : "FAIL");
   if (!r.stored.empty()) fmt::print("stored {} for this pipeline and shape class in the kernel cache\n", r.stored);
   if (!f.svg.empty()) {
@@ -87,8 +87,9 @@ Action setup(CLI::App& app) {
   app.add_option("--svg", f->svg, "write a ranked bar chart here");
   app.add_flag("--no-layouts", f->no_layouts, "do not try other scale layouts");
   app.add_flag("--no-store", f->no_store, "do not store the winner in the kernel cache");
-  app.add_option("--tuning", f->tunings, "time only this plan (repeatable), as explore prints it, e.g. tune(0,0,0,3,-1,0,0,0,0,0)");
-  app.add_option("--rounds", f->rounds, "time every plan this many times, interleaved; report medians")->check(CLI::Range(1, 100));
+  app.add_option("--schedule,--tuning", f->schedules,
+                 "time only this schedule (repeatable), as explore prints it, e.g. \"tune(ctas_per_sm=3)\"");
+  app.add_option("--rounds", f->rounds, "time every schedule this many times, interleaved; report medians")->check(CLI::Range(1, 100));
   return [f] { return run_explore(*f); };
 }
 

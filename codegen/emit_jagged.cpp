@@ -1,4 +1,4 @@
-// The grouped kernel: jagged groups along ax_r (MoE token groups from a device offsets array,
+// The jagged kernel: jagged groups along ax_r (MoE token groups from a device offsets array,
 // no host synchronisation). One CTA per (group, 256 columns); each thread owns one column:
 // pass 1 reads the group's rows for the column amax, pass 2 reads them again and writes codes.
 // A last "group" G covers the rows past the final end (their codes are 0, as in the reference).
@@ -29,7 +29,7 @@ void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind)
 }
 
 // The scalar kernel: one thread per column, one element per load (any strides and types).
-void emit_grouped_scalar(Ctx& x) {
+void emit_jagged_scalar(Ctx& x) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
   const int koff = x.p.input_index(block_of(sn).offsets);
@@ -106,14 +106,14 @@ void emit_grouped_scalar(Ctx& x) {
 //   pass 2: the cached rows from smem, the rest read again (mostly from L2), codes stored 8 at a
 //   time.
 // Two passes are inherent (a group's scale needs all its rows first). The shared-memory row cache
-// is also what caps CTAs per SM (Plan::min_blocks): few CTAs in flight keep the re-read rows in L2.
+// is also what caps CTAs per SM (Plan::ctas_per_sm): few CTAs in flight keep the re-read rows in L2.
 // With the cache filled asynchronously, a CTA has its whole cache in flight (2 CTAs x ~105 KB per
 // SM by default) where loads through registers held U rows (32 KB per CTA).
 //
 //   shared memory: [ cache: tile_r rows x W inputs ][ red: warps x W maxima ][ mult: W ][ flag: W ]
 //                  [ part: W maxima, with a cluster ]
 //
-// With a cluster of K CTAs (Plan::cluster, sm_90+), the K CTAs of one (group, W columns) split
+// With a cluster of K CTAs (JaggedPlan::cluster, sm_90+), the K CTAs of one (group, W columns) split
 // the group's rows into K contiguous parts; each runs both passes over its part, and between them
 // every CTA reads the K partial column maxima from the others' shared memory (DSMEM):
 //
@@ -122,7 +122,7 @@ void emit_grouped_scalar(Ctx& x) {
 //                                                        pass 2 over part q (rank 0 stores scales)
 // Each CTA then caches a K-th of the group, so K times more CTAs fit an SM: pass-1 loads of some
 // overlap pass-2 stores of others.
-void emit_grouped_vector(Ctx& x) {
+void emit_jagged_vector(Ctx& x) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
   const int koff = x.p.input_index(block_of(sn).offsets);
@@ -132,16 +132,16 @@ void emit_grouped_vector(Ctx& x) {
     if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   const bool f32 = dt == DType::f32;
-  const int W = pl.tile_c, TC = W / 8, RL = pl.threads / TC, U = pl.unroll, NW = f32 ? 8 : 4, CR = pl.tile_r;
+  const JaggedPlan& jp = pl.jagged();
+  const int W = jp.cols_per_cta, TC = W / 8, RL = pl.threads / TC, U = jp.rows_in_flight, NW = f32 ? 8 : 4, CR = jp.cached_rows;
   const int TCW = TC * NW / 4;  // 16-byte chunks per cached row
   const int NWARP = pl.threads / 32;
-  // Cached rows per loop step: 4, or 2 within 64 registers (more CTAs per SM), where 4 spill f16.
-  const int CU = pl.min_blocks <= 2 ? 4 : 2;
+  const int CU = jp.cached_rows_per_step;
   const std::string ix = fmt::format("ix{}", ar);
-  const int K = pl.cluster;
+  const int K = jp.cluster;
   const std::string cdims = K > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", K) : "";
   x.out += fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}, {}) {}(const MxParams P) {{\n", cdims, pl.threads,
-                       pl.min_blocks, pl.kernel_name);
+                       pl.ctas_per_sm, pl.kernel_name);
   x.out += "  extern __shared__ float4 mx_smem4[];\n";
   x.out += fmt::format("  mx_v16* const cache = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}]: the group's first rows\n", CR,
                        TC * NW / 4);
@@ -178,16 +178,17 @@ void emit_grouped_vector(Ctx& x) {
     if (cached) {
       l += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR);
       for (int h = 0; h < NW / 4; ++h)
-        l += fmt::format("        {{ const mx_v16 v = cache[({} - row_s) * {} + tc * {} + {}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
-                         ix, TC * NW / 4, NW / 4, h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+        l += fmt::format("        {{ const mx_v16 v = cache[{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
+                         plus(fmt::format("({} - row_s) * {} + {}", ix, TC * NW / 4, times("tc", NW / 4)), h), 4 * h, 4 * h + 1, 4 * h + 2,
+                         4 * h + 3);
       l += "      } else ";
     } else {
       l += "      ";
     }
     l += fmt::format("if ({} < row_e && cols_full) {{\n", ix);
     for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("        {{ const mx_v16 v = mx_ld16(p + {0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
-                       4 * h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+      l += fmt::format("        {{ const mx_v16 v = mx_ld16({0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
+                       plus("p", 4 * h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
     l += fmt::format("      }} else {{\n#pragma unroll\n        for (int e = 0; e < {}; ++e) w[u][e] = 0u;\n", NW);
     l += fmt::format("        if ({} < row_e) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ", ix);
     l += f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n";
@@ -205,8 +206,8 @@ void emit_grouped_vector(Ctx& x) {
     std::string l = fmt::format("{0}mx_u32 w[{1}][{2}];\n#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n", in, U, NW);
     l += fmt::format("{}  if (r + u * {} < row_e) {{\n", in, RL);
     for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("{0}    {{ const mx_v16 v = mx_ld16(p + u * step + {1}); w[u][{2}] = v.x; w[u][{3}] = v.y; w[u][{4}] = v.z; w[u][{5}] = v.w; }}\n",
-                       in, 4 * h, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+      l += fmt::format("{0}    {{ const mx_v16 v = mx_ld16({1}); w[u][{2}] = v.x; w[u][{3}] = v.y; w[u][{4}] = v.z; w[u][{5}] = v.w; }}\n",
+                       in, plus("p + u * step", 4 * h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
     l += fmt::format("{0}  }} else {{\n#pragma unroll\n{0}    for (int e = 0; e < {1}; ++e) w[u][e] = 0u;\n{0}  }}\n{0}}}\n", in, NW);
     return l;
   };
@@ -268,9 +269,9 @@ void emit_grouped_vector(Ctx& x) {
   p1 += fmt::format("  const {0}* const base = static_cast<const {0}*>(P.in[{1}]);\n", et, k);
   // This row lane's cached rows, i < n_cached (an int count; pointers stepped, no 64-bit index
   // products per row).
-  p1 += fmt::format("  {{\n    const {}* p = src + (row_s + rl) * in_sr;\n    mx_v16* d = cache + rl * {} + tc * {};\n", et, TCW, NW / 4);
+  p1 += fmt::format("  {{\n    const {}* p = src + (row_s + rl) * in_sr;\n    mx_v16* d = cache + rl * {} + {};\n", et, TCW, times("tc", NW / 4));
   p1 += fmt::format("    for (int i = 0; i < n_cached; ++i, p += {} * in_sr, d += {}) {{\n", RL, RL * TCW);
-  for (int h = 0; h < NW / 4; ++h) p1 += fmt::format("      mx_cp_async16(d + {}, nb{} ? p + {} : base, nb{});\n", h, h, 4 * h, h);
+  for (int h = 0; h < NW / 4; ++h) p1 += fmt::format("      mx_cp_async16({}, nb{} ? {} : base, nb{});\n", plus("d", h), h, plus("p", 4 * h), h);
   p1 += "    }\n  }\n  mx_cp_async_commit();\n";
   p1 += fmt::format("  // (b) The rows past the cache (from this row lane's first at or after row_s + {}) through\n"
                     "  // registers, {} per thread in flight while the copies land.\n", CR, U);
@@ -281,7 +282,7 @@ void emit_grouped_vector(Ctx& x) {
   p1 += fmt::format("    for (mx_i64 r = r1; r < row_e; r += {}) {{\n", RL * U);
   p1 += indent_lines(loads(false) + amax_of("row_e"), "  ", true) + "    }\n  }\n";
   p1 += "  // (c) The cached rows, once this thread's copies have landed.\n  mx_cp_async_wait<0>();\n";
-  p1 += fmt::format("  {{\n    const mx_v16* d = cache + rl * {} + tc * {};\n#pragma unroll {}\n", TCW, NW / 4, CU);
+  p1 += fmt::format("  {{\n    const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
   p1 += fmt::format("    for (int i = 0; i < n_cached; ++i, d += {}) {{\n", RL * TCW);
   p1 += fmt::format("      mx_u32 w[1][{}];\n", NW) + cache_words("d", "      ");
   if (pk >= 0) {
@@ -358,7 +359,7 @@ void emit_grouped_vector(Ctx& x) {
     x.out += fmt::format("  {{  // (a)\n    const mx_i64 os_r = P.out_stride[{}][{}];\n", o, ar);
     x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{0}]) + (row_s + rl) * os_r + c0 * P.out_stride[{0}][{1}];\n", o, ac);
     x.out += fmt::format("    if (cols_full && P.out_stride[{}][{}] == 1 && ((reinterpret_cast<mx_u64>(ob) | mx_u64(os_r)) & 7u) == 0) {{\n", o, ac);
-    x.out += fmt::format("      const mx_v16* d = cache + rl * {} + tc * {};\n#pragma unroll {}\n", TCW, NW / 4, CU);
+    x.out += fmt::format("      const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
     x.out += fmt::format("      for (int i = 0; i < n_cached; ++i, d += {}, ob += {} * os_r) {{\n", RL * TCW, RL);
     x.out += fmt::format("        mx_u32 w[1][{}];\n", NW) + cache_words("d", "        ");
     x.out += fmt::format("        const int u = 0;\n        const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n        (void){};\n", ix, RL, ix);
@@ -395,9 +396,9 @@ void emit_grouped_vector(Ctx& x) {
 
 }  // namespace
 
-void emit_grouped_kernel(Ctx& x) {
-  if (x.plan.col_w == 8) emit_grouped_vector(x);
-  else emit_grouped_scalar(x);
+void emit_jagged_kernel(Ctx& x) {
+  if (x.plan.jagged().vector) emit_jagged_vector(x);
+  else emit_jagged_scalar(x);
 }
 
 }  // namespace mxjit::detail

@@ -1,0 +1,275 @@
+// The defaults and derived choices of each kernel kind, one function per kind: the schedule's
+// fields where set (already fitted to the kind), else the defaults measured best (the
+// measurements behind them: docs/perf-log.md, "Notes moved from code comments"). Shared-memory
+// budgets come from the Target's limits.
+#include "codegen/plan_kinds.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dsl/errors.hpp"
+
+namespace mxjit::detail {
+namespace {
+
+// The bare 16-bit tensor input a scale's amax can read two elements at a time, or -1.
+int packed_input(const Pipeline& p, const ValueSet& v, int s) {
+  const NodePtr& rn = v.roots[size_t(v.scale_root[size_t(s)])];
+  if (rn->op != Op::input) return -1;
+  const int k = p.input_index(rn->name);
+  const DType dt = p.inputs()[size_t(k)].dtype;
+  return dt == DType::bf16 || dt == DType::f16 ? k : -1;
+}
+
+// True when scale s has a scales output of FP32 scales.
+bool f32_scales_output(const Pipeline& p, const ValueSet& v, int s) {
+  for (size_t o = 0; o < p.outputs().size(); ++o)
+    if (p.outputs()[o].kind == OutputKind::scales && v.output_index[o] == s && p.outputs()[o].dtype == DType::f32) return true;
+  return false;
+}
+
+}  // namespace
+
+int amax_words_input(const Pipeline& p, const ValueSet& v, int s) { return packed_input(p, v, s); }
+
+bool columns_rowwise(const ValueSet& v, int ax_c) {
+  for (const NodePtr& sn : v.scales)
+    if (block_of(sn).axes[0] == ax_c) return true;
+  return false;
+}
+
+TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target) {
+  TiledPlan t;
+  // The tile: whole scale blocks in both directions (every scale's, not only the quantizes').
+  int64_t br = 1, bc = 1;
+  for (const NodePtr& sn : v.scales) {
+    const BlockSpec& b = block_of(sn);
+    if (plan.ax_r >= 0) br = std::max(br, b.size_along(plan.ax_r));
+    bc = std::max(bc, b.size_along(plan.ax_c));
+  }
+  // A tile holds whole blocks as FP32 values in at most 200 KiB of shared memory (checked later
+  // with the padding): refuse longer blocks before the tile extents are narrowed to int.
+  constexpr int64_t kTileValues = 200 * 1024 / 4;
+  if (br > kTileValues || bc > kTileValues / br)
+    throw UsageError(fmt::format("GPU generator: blocks of {}x{} elements (rows x columns of the tile) do not fit one "
+                                 "tile of {} FP32 values in shared memory (200 KiB); the CPU backend or the reference "
+                                 "runs them", br, bc, kTileValues));
+  if (plan.ax_r < 0) {
+    t.tile_rows = 1;
+    t.tile_cols = int(std::max<int64_t>(s.tile_cols ? s.tile_cols : 2048, bc));
+  } else {
+    t.tile_rows = int(std::max<int64_t>(s.tile_rows ? s.tile_rows : 64, br));
+    t.tile_cols = int(std::max<int64_t>(s.tile_cols ? s.tile_cols : 128, bc));
+  }
+  if (t.tile_rows % br || t.tile_cols % bc || t.tile_cols % 32)
+    throw UsageError(fmt::format("schedule: tile {}x{} must be a multiple of the block {}x{} and of 32 columns", t.tile_rows,
+                                 t.tile_cols, br, bc));
+  t.hoist_loads = s.hoist_loads != 0;  // defaults: docs/perf-log.md#tiled-defaults
+  t.rows_per_store = s.rows_per_thread ? s.rows_per_thread : 16;
+  if (t.rows_per_store != 8 && t.rows_per_store != 16 && t.rows_per_store != 32)
+    throw UsageError(fmt::format("schedule: rows_per_thread {} must be 8, 16 or 32", t.rows_per_store));
+  // Rows padded so that 8-float column groups and consecutive rows fall in different banks
+  // (stride = 16 mod 32 plus one float per 8): 16-byte chunk writes and column reads stay
+  // (nearly) conflict-free.
+  t.row_stride = t.tile_cols + t.tile_cols / 8;
+  if (t.row_stride % 32 != 16) t.row_stride += (16 - t.row_stride % 32 + 32) % 32;
+  t.value_tiles = int(v.roots.size());
+  (void)target;
+  return t;
+}
+
+int tiled_smem_bytes(const ValueSet& v, const Plan& plan, const TiledPlan& t) {
+  int64_t smem = int64_t(t.value_tiles) * t.tile_rows * t.row_stride * 4;
+  for (const NodePtr& sn : v.scales) {  // the emitter keeps three arrays per scale
+    const BlockSpec& b = block_of(sn);
+    const int64_t nb = (t.tile_rows / (plan.ax_r >= 0 ? b.size_along(plan.ax_r) : 1)) * (t.tile_cols / b.size_along(plan.ax_c));
+    smem += nb * 12;  // multiplier, info word, stored FP32 scale
+  }
+  return int(std::min<int64_t>(smem, int64_t(1) << 30));
+}
+
+DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
+                       const StrideClass& sc) {
+  DirectPlan d;
+  int64_t bsize = v.scales.empty() && v.quantizes.empty() ? 8 : 0;
+  for (const NodePtr& n : v.quantizes) bsize = block_of(n).sizes[0];
+  for (const NodePtr& n : v.scales) bsize = block_of(n).sizes[0];
+  d.block_cols = int(bsize);
+  d.lanes_per_block = int(bsize / 8);
+  // Plain casts (nearest-even, bare 2-byte inputs) and FP8 casts through the hardware cvt ("hw
+  // FP8") take 4 chunks per thread where every tensor input has 16-byte loads (element loads keep
+  // 8 floats per chunk, and 4 chunks of them spill at 32 registers), else 2; 8 CTAs per SM for hw
+  // FP8 (<= 32 registers), 6 otherwise (<= 40). docs/perf-log.md#direct-defaults
+  bool bare_rne = true;  // nearest-even casts of bare 2-byte inputs
+  for (const NodePtr& q : v.quantizes) bare_rne = bare_rne && q->round == Round::nearest_even;
+  for (const NodePtr& r : v.roots) bare_rne = bare_rne && r->op == Op::input;
+  for (const InputDecl& in : p.inputs())
+    if (in.kind == InputDecl::tensor) bare_rne = bare_rne && dtype_size(in.dtype) == 2;
+  bool hw_fp8 = target.hw_fp8();
+  for (const NodePtr& q : v.quantizes)
+    hw_fp8 = hw_fp8 && (q->elem == e4m3 || q->elem == e5m2) && q->round == Round::nearest_even && !q->flush_subnormals;
+  for (const NodePtr& r : v.roots) hw_fp8 = hw_fp8 && (r->op == Op::input || chunk_dequant(p, plan.ax_c, sc, r));
+  bool vec = true;
+  for (size_t i = 0; i < p.inputs().size(); ++i)
+    if (p.inputs()[i].kind == InputDecl::tensor) vec = vec && sc.vector_along(i, plan.ax_c);
+  d.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : ((hw_fp8 || bare_rne) && vec ? 4 : 2);
+  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 ? 8 : 6);
+  plan.threads = s.threads ? s.threads : 256;
+  plan.smem_bytes = 0;
+  for (const Output& o : p.outputs())
+    if (o.kind == OutputKind::scales && o.layout.is_blocked() && !o.layout.is_grouped() && p.rank() >= 2) {
+      d.pad_rows = std::max(d.pad_rows, o.layout.atom_rows());
+      d.pad_block_cols = std::max(d.pad_block_cols, o.layout.atom_cols());
+    }
+  // Rows between a thread's chunks: 32 with 128-row blocked scales and 4 chunks, so that a
+  // thread's rows fill the 4 row slots of one 16-byte line of a 128x4 atom.
+  d.row_step = d.pad_rows == 128 && d.chunks_per_thread == 4 ? 32 : 1;
+  d.wide_rows = !vec;
+  const int G = d.lanes_per_block, U = d.chunks_per_thread;
+  // A scale computed once per block row (its G lanes share U rows) where its amax comes from
+  // loaded words and its codes are software-encoded: those casts are bound by the ALU pipe on
+  // sm_90; FP8 through the hardware cvt is not, and there the registers cost more
+  // (docs/perf-log.md#direct-scatter-scales).
+  for (int si = 0; si < int(v.scales.size()); ++si) {
+    const NodePtr& sn = v.scales[size_t(si)];
+    const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
+    const int k = packed_input(p, v, si);
+    const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
+    d.scatter_scales.push_back(sn->scale_format == ScaleFormat::e8m0 && !cvt && words && G > 1 && U % G == 0);
+  }
+  for (const NodePtr& q : v.quantizes) {
+    const int si = v.quantize_scale[size_t(&q - v.quantizes.data())];
+    const int k = packed_input(p, v, si);
+    const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
+    const bool e8m0 = q->args[1]->scale_format == ScaleFormat::e8m0;
+    // E2M1 from the bf16 words by bf16x2 arithmetic (sm_90, no FP4 cvt): nearest-even, no flush.
+    const bool w = target.sm() >= 90 && !target.hw_fp4_fp6() && q->elem == e2m1 && q->round == Round::nearest_even &&
+                   !q->flush_subnormals && e8m0 && words && p.inputs()[size_t(k)].dtype == DType::bf16;
+    d.e2m1_words.push_back(w);
+    // NVFP4 without the FP4 cvt: 8 codes at once where the multiplier is finite.
+    d.eight_at_once.push_back(!w && q->elem == e2m1 && q->round == Round::nearest_even && !target.hw_fp4_fp6() && !e8m0);
+  }
+  for (const Output& o : p.outputs()) {
+    BlockedStore b = BlockedStore::none;
+    if (o.kind == OutputKind::scales && o.layout.is_blocked() && !o.layout.is_grouped()) {
+      const bool words = dtype_size(o.dtype) == 1 && o.layout.atom_cols() == 4 && G <= 8 && d.pad_rows % U == 0;
+      b = !words ? BlockedStore::bytes : (U == 4 && o.layout.atom_rows() == 128 && d.row_step == 32 ? BlockedStore::atom_lines : BlockedStore::words);
+    }
+    d.blocked.push_back(b);
+  }
+  return d;
+}
+
+ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target) {
+  ColumnsPlan c;
+  c.rowwise_scale = columns_rowwise(v, plan.ax_c);
+  // Rows per thread: 16, or 8 (half the registers) with a row-wise scale too
+  // (docs/perf-log.md#columns-rows-per-thread).
+  c.rows_per_thread = s.rows_per_thread ? s.rows_per_thread : c.rowwise_scale ? 8 : 16;
+  if (c.rows_per_thread != 8 && c.rows_per_thread != 16)
+    throw UsageError(fmt::format("schedule: rows_per_thread {} of the columns kernel must be 8 or 16", c.rows_per_thread));
+  for (const NodePtr& sn : v.scales)
+    if (block_of(sn).axes[0] == plan.ax_r && block_of(sn).sizes[0] < c.rows_per_thread) c.rows_per_thread = int(block_of(sn).sizes[0]);
+  c.tile_rows = 128;
+  plan.threads = 256;  // 512 threads measured slower (docs/perf-log.md#columns-threads)
+  c.stages = s.stages ? s.stages : 1;  // pipelined: a schedule, not the default (docs/perf-log.md#columns-pipelined)
+  if (c.stages < 1 || c.stages > 4) throw UsageError(fmt::format("schedule: stages {} must be 1..4", c.stages));
+  if (c.stages > 1 && target.sm() < 90)
+    throw UsageError(fmt::format("schedule: stages {} needs sm_90 or newer (bulk copies); the target is {}", c.stages, target.arch));
+  // Staged codes: dim0+dim1 at 8 rows a thread and 256 threads (128 x 128 tiles), 8-bit codes.
+  bool packed = false;
+  for (size_t o = 0; o < p.outputs().size(); ++o)
+    if (p.outputs()[o].kind == OutputKind::elems && v.quantizes[size_t(v.output_index[o])]->elem.packed()) packed = true;
+  c.codes_staged = c.rows_per_thread == 8 && plan.threads == 256 && !packed && c.rowwise_scale;
+  c.lanes_along_rows = columns_lanes_r(c.rows_per_thread, c.rowwise_scale, c.stages == 1 && c.codes_staged);
+  c.lines_padded = c.codes_staged && c.lanes_along_rows == 4;
+  // Warps stacked along ax_r until they cover 128 rows, the rest side by side along ax_c.
+  const int warps_r = c.tile_rows / (c.lanes_along_rows * c.rows_per_thread);
+  c.tile_cols = (plan.threads / 32 / warps_r) * (32 / c.lanes_along_rows) * 8;
+  bool scales_blocked = true;
+  for (const Output& out : p.outputs())
+    if (out.kind == OutputKind::scales && (!out.layout.is_blocked() || out.layout.is_grouped())) scales_blocked = false;
+  // Bulk copy-out of the staged lines: sm_90+ with blocked scales (slower with linear ones).
+  c.bulk_copy_out = c.stages == 1 && c.lines_padded && target.sm() >= 90 && scales_blocked;
+  for (int si = 0; si < int(v.scales.size()); ++si) {
+    const BlockSpec& b = block_of(v.scales[size_t(si)]);
+    const bool along_r = b.axes[0] == plan.ax_r;
+    const int items = along_r ? 8 : c.rows_per_thread, lanes = along_r ? int(b.sizes[0] / c.rows_per_thread) : 4;
+    c.scatter_scales.push_back(packed_input(p, v, si) >= 0 && lanes >= 2 && items % lanes == 0 &&
+                               v.scales[size_t(si)]->scale_format == ScaleFormat::e8m0 && !f32_scales_output(p, v, si));
+  }
+  plan.smem_bytes = c.stages > 1 ? c.stages * columns_slot_bytes(c) : 0;
+  // Static shared memory besides the ring: the staged scales (double-buffered when pipelined)
+  // and, for dim0+dim1 with 8-bit codes, the two 16 KiB staged code tiles.
+  const int static_smem = 4096 + (c.codes_staged ? 32768 : 0) + (c.lines_padded ? 2 * kColumnsLinePad : 0);
+  const int per_cta = plan.smem_bytes + static_smem + target.smem_reserved_per_cta();
+  // 16 rows: 2 CTAs per SM (<= 128 registers); 8 rows with a row-wise scale: 4 (64 registers).
+  // Pipelined: as many as the rings fit (at most 4).
+  plan.ctas_per_sm = s.ctas_per_sm                             ? s.ctas_per_sm
+                     : c.stages > 1                            ? std::clamp(target.smem_per_sm() / per_cta, 1, 4)
+                     : c.rowwise_scale && c.rows_per_thread == 8 ? 4
+                                                               : 2;
+  // The default one-tile form's CTAs per SM is a register cap (__launch_bounds__), which smaller
+  // SMs (sm_89: 100 KiB) simply run fewer of; an asked count, or a ring, must fit.
+  if ((s.ctas_per_sm || c.stages > 1) && int64_t(plan.ctas_per_sm) * per_cta > target.smem_per_sm())
+    throw UsageError(fmt::format("schedule: {} CTAs per SM with a {}-byte ring ({} stages) and {} bytes of other shared memory exceed "
+                                 "the SM's {} KiB ({})",
+                                 plan.ctas_per_sm, plan.smem_bytes, c.stages, static_smem + target.smem_reserved_per_cta(),
+                                 target.smem_per_sm() / 1024, target.arch));
+  return c;
+}
+
+JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector) {
+  JaggedPlan j;
+  j.vector = vector;
+  plan.smem_bytes = 0;
+  if (!vector) {
+    plan.threads = 256;
+    j.cols_per_cta = 256;
+    return j;
+  }
+  // Shared memory caps CTAs per SM at ctas_per_sm and, beyond the reduction's arrays, caches the
+  // first cached_rows rows of the CTA's group for the second pass; the rest are re-read (from L2
+  // while few CTAs run).
+  j.cols_per_cta = s.tile_cols ? s.tile_cols : 64;
+  plan.threads = s.threads ? s.threads : 256;
+  j.cluster = s.cluster ? s.cluster : 1;
+  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (j.cluster > 1 ? 4 : 2);
+  int esize = 2;
+  bool f16 = false;
+  for (const InputDecl& in : p.inputs())
+    if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
+  // Rows in flight set the registers of pass 2: 8 fit 2 CTAs per SM; at 4 CTAs (64 registers)
+  // 4 (2 of f32), and with a cluster 1 of f32 and 3 of f16 (ptxas spills at more;
+  // docs/perf-log.md#jagged-rows-in-flight). A cluster is a schedule, not the default
+  // (docs/perf-log.md#jagged-cluster).
+  j.rows_in_flight = s.rows_in_flight ? s.rows_in_flight
+                     : plan.ctas_per_sm <= 2           ? 8
+                     : esize == 4 && j.cluster > 1     ? 1
+                     : f16 && j.cluster > 1            ? 3
+                                                       : 8 / esize;
+  if (j.cluster != 1 && j.cluster != 2 && j.cluster != 4 && j.cluster != 8)
+    throw UsageError(fmt::format("schedule: cluster {} of the jagged kernel must be 1, 2, 4 or 8", j.cluster));
+  if (j.cluster > 1 && target.sm() < 90)
+    throw UsageError(fmt::format("schedule: cluster {} needs thread-block clusters (sm_90 or later; target {})", j.cluster, target.arch));
+  if (j.cols_per_cta != 32 && j.cols_per_cta != 64 && j.cols_per_cta != 128 && j.cols_per_cta != 256)
+    throw UsageError(fmt::format("schedule: tile_cols {} of the jagged kernel must be 32, 64, 128 or 256", j.cols_per_cta));
+  if (plan.threads % 32 || plan.threads < j.cols_per_cta / 8 || plan.threads > 1024 || j.rows_in_flight < 1 || j.rows_in_flight > 16 ||
+      plan.ctas_per_sm < 1 || plan.ctas_per_sm > 8)
+    throw UsageError(fmt::format("schedule: jagged kernel threads {} (32..1024, a multiple of 32), rows_in_flight {} (1..16), "
+                                 "ctas_per_sm {} (1..8)", plan.threads, j.rows_in_flight, plan.ctas_per_sm));
+  // Cached rows read back per loop step: 4, or 2 within 64 registers (where 4 spill f16).
+  j.cached_rows_per_step = plan.ctas_per_sm <= 2 ? 4 : 2;
+  // The reduction's arrays: a row of column maxima per warp, multipliers, flags (and the
+  // cluster's partial maxima).
+  const int need = (plan.threads / 32 * j.cols_per_cta + (j.cluster > 1 ? 3 : 2) * j.cols_per_cta) * 4;
+  // At most ctas_per_sm CTAs of (smem + the reserved bytes) fit the SM.
+  const int budget = std::min(target.smem_per_sm() / plan.ctas_per_sm - target.smem_reserved_per_cta(), target.smem_per_cta()) / 16 * 16;
+  j.cached_rows = std::max(0, (budget - need) / (j.cols_per_cta * esize));
+  plan.smem_bytes = need + j.cached_rows * j.cols_per_cta * esize;
+  (void)v;
+  return j;
+}
+
+}  // namespace mxjit::detail

@@ -1,0 +1,32 @@
+#pragma once
+/// \file The defaults and derived choices of each kernel kind (codegen/plan_kinds.cpp): one
+/// function per kind, taking the schedule already fitted to that kind (plan_rules.hpp).
+#include "codegen/plan.hpp"
+#include "codegen/values.hpp"
+
+namespace mxjit::detail {
+
+/// The tiled kernel's tile (whole blocks both ways), row padding and store shape. Throws
+/// UsageError for a tile that is not a multiple of the blocks or of 32 columns, or a
+/// rows_per_thread other than 8, 16, 32.
+TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target);
+/// Shared memory of a tiled plan: the value tiles and three words per block of every scale.
+int tiled_smem_bytes(const ValueSet& v, const Plan& plan, const TiledPlan& t);
+/// The direct kernel: block lanes, chunks per thread, padding covered by the grid, and which
+/// scales and codes take its fast paths. Sets plan.threads, ctas_per_sm, smem_bytes.
+DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
+                       const StrideClass& sc);
+/// The columns kernel: rows per thread, warp shape, stages, staged codes and how they leave.
+/// Sets plan.threads, ctas_per_sm, smem_bytes; throws UsageError where the ring does not fit.
+ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target);
+/// The jagged kernel (`vector`: jagged_vector_applies): columns per CTA, rows in flight, cluster,
+/// and the row cache that fills the shared memory left. Sets plan.threads, ctas_per_sm, smem_bytes.
+JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector);
+
+/// The bare 16-bit tensor input whose loaded words give scale s's amax two elements at a time
+/// (max.NaN.bf16x2 / f16x2: the scale's root is that input), or -1.
+int amax_words_input(const Pipeline& p, const ValueSet& v, int s);
+/// True when a scale's blocks run along ax_c (the row-wise half of a columns kernel's dim0+dim1).
+bool columns_rowwise(const ValueSet& v, int ax_c);
+
+}  // namespace mxjit::detail

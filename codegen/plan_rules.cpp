@@ -1,0 +1,177 @@
+#include "codegen/plan_rules.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "dsl/errors.hpp"
+
+namespace mxjit::detail {
+
+NodePtr jagged_scale(const ValueSet& v) {
+  for (const NodePtr& sn : v.scales)
+    if (block_of(sn).jagged()) return sn;
+  return nullptr;
+}
+
+void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
+  if (const NodePtr sn = jagged_scale(v)) {
+    // Jagged groups (MoE token groups): one cast, rank 2, elements and/or scales only.
+    if (p.rank() != 2 || v.scales.size() != 1 || v.quantizes.size() > 1 || sn->scale_format == ScaleFormat::e4m3)
+      throw UsageError("GPU generator: jagged groups run on the GPU for one rank-2 E8M0 or FP32 cast; this pipeline "
+                       "runs on the CPU reference");
+    for (const Output& o : p.outputs())
+      if (o.kind != OutputKind::elems && o.kind != OutputKind::scales)
+        throw UsageError(fmt::format("GPU generator: output '{}' beside a jagged cast runs on the CPU reference only", o.name));
+    return;
+  }
+  std::string tensor_amax;
+  for (const NodePtr& sn : v.scales) {
+    if (sn->scale_format != ScaleFormat::e4m3) continue;
+    // NVFP4: the per-tensor amax comes from a pre-pass kernel (one per pipeline).
+    const std::string t = canonical(sn->args[1]);
+    if (!tensor_amax.empty() && t != tensor_amax)
+      throw UsageError("GPU generator: NVFP4 casts of two different values in one pipeline are not supported; "
+                       "split the pipeline");
+    tensor_amax = t;
+    for (size_t q = 0; q < v.quantizes.size(); ++q)
+      if (v.scales[size_t(v.quantize_scale[q])] == sn && v.quantizes[q]->flush_subnormals)
+        throw UsageError("GPU generator: NVFP4 with flush_subnormals runs on the CPU reference only in this version");
+  }
+}
+
+int first_tensor_input(const Pipeline& p) {
+  for (size_t i = 0; i < p.inputs().size(); ++i)
+    if (p.inputs()[i].kind == InputDecl::tensor || p.inputs()[i].kind == InputDecl::codes) return int(i);
+  return -1;
+}
+
+void choose_axes(const Pipeline& p, const ValueSet& v, const StrideClass& sc, Plan& plan) {
+  const int rank = p.rank();
+  plan.rank = rank;
+  // ax_c: the unit-stride axis of the first tensor input (loads are then 16-byte vectors).
+  const int lead = first_tensor_input(p);
+  const int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[size_t(lead)] : -1;
+  std::vector<int> block_axes;
+  for (const NodePtr& q : v.quantizes)
+    for (int a : block_of(q).axes)
+      if (std::find(block_axes.begin(), block_axes.end(), a) == block_axes.end()) block_axes.push_back(a);
+  std::vector<int> inner_axes;
+  for (const Output& o : p.outputs())
+    if (o.kind == OutputKind::elems || o.kind == OutputKind::values) inner_axes.push_back(o.layout.order(rank).back());
+  plan.ax_c = unit >= 0 ? unit : (block_axes.size() == 1 ? block_axes[0] : rank - 1);
+  plan.ax_r = -1;
+  if (rank > 1) {
+    for (int a : block_axes)
+      if (a != plan.ax_c && plan.ax_r < 0) plan.ax_r = a;
+    for (int a : inner_axes)
+      if (a != plan.ax_c && plan.ax_r < 0) plan.ax_r = a;
+    for (int a = rank - 1; a >= 0 && plan.ax_r < 0; --a)
+      if (a != plan.ax_c) plan.ax_r = a;
+  }
+  for (int a : block_axes)
+    if (a != plan.ax_c && a != plan.ax_r)
+      throw UsageError(fmt::format("GPU generator: block axes {} and the input's unit-stride axis {} span more than two axes; one tile "
+                                   "covers two axes", fmt::join(block_axes, ","), plan.ax_c));
+  plan.batch_axes.clear();
+  for (int a = 0; a < rank; ++a)
+    if (a != plan.ax_r && a != plan.ax_c) plan.batch_axes.push_back(a);
+}
+
+bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan) {
+  int64_t bsize = 0;
+  auto along_c = [&](const NodePtr& n) {
+    const BlockSpec& b = block_of(n);
+    const bool ok = b.axes.size() == 1 && b.axes[0] == plan.ax_c && (!bsize || b.sizes[0] == bsize);
+    bsize = b.sizes[0];
+    return ok;
+  };
+  for (const NodePtr& q : v.quantizes)
+    if (!along_c(q)) return false;
+  for (const NodePtr& s : v.scales)
+    if (!along_c(s)) return false;
+  if (bsize == 0) bsize = 8;
+  if (bsize % 8 != 0 || bsize / 8 > 32) return false;
+  for (const Output& o : p.outputs())
+    if ((o.kind == OutputKind::elems || o.kind == OutputKind::values) && o.layout.order(p.rank()).back() != plan.ax_c) return false;
+  return true;
+}
+
+bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
+  if (plan.ax_r < 0) return false;
+  int tensors = 0;
+  for (size_t k = 0; k < p.inputs().size(); ++k) {
+    const InputDecl& in = p.inputs()[k];
+    if (in.kind == InputDecl::vector) continue;
+    if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16)) return false;
+    if (!sc.vector_along(k, plan.ax_c)) return false;
+    ++tensors;
+  }
+  if (tensors != 1) return false;
+  bool along_r = false;
+  for (const NodePtr& s : v.scales) {
+    const BlockSpec& b = block_of(s);
+    if (s->scale_format == ScaleFormat::e4m3 || b.axes.size() != 1 || b.jagged()) return false;
+    if (b.axes[0] == plan.ax_r) {
+      if (b.sizes[0] != 16 && b.sizes[0] != 32 && b.sizes[0] != 64 && b.sizes[0] != 128) return false;
+      along_r = true;
+    } else if (b.axes[0] != plan.ax_c || b.sizes[0] != 32) {
+      return false;
+    }
+  }
+  for (const Output& o : p.outputs()) {
+    if (o.kind == OutputKind::scales) {
+      if (o.layout.is_grouped()) return false;
+    } else if (o.kind == OutputKind::elems) {
+      if (o.layout.order(p.rank()).back() != block_of(o.node).axes[0]) return false;
+    } else {
+      return false;
+    }
+  }
+  return along_r;
+}
+
+bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
+  int tensors = 0;
+  for (size_t k = 0; k < p.inputs().size(); ++k) {
+    const InputDecl& in = p.inputs()[k];
+    if (in.kind == InputDecl::offsets) continue;
+    if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16 && in.dtype != DType::f32))
+      return false;
+    if (!sc.vector_along(k, plan.ax_c)) return false;
+    ++tensors;
+  }
+  if (tensors != 1 || v.roots.size() != 1 || !register_leaves(v.roots[0])) return false;
+  for (const Output& o : p.outputs())
+    if (o.kind == OutputKind::elems && o.layout.order(p.rank()).back() != plan.ax_c) return false;
+  return true;
+}
+
+Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit fit) {
+  // Which fields each kind takes.
+  const bool direct = k == KernelKind::direct, tiled = k == KernelKind::tiled, columns = k == KernelKind::columns,
+             jv = k == KernelKind::jagged && jagged_vector;
+  Schedule r = s;
+  auto field = [&](const char* name, auto Schedule::* m, auto unset, bool applies) {
+    if (applies || r.*m == unset) return;
+    if (fit == Fit::exact)
+      throw UsageError(fmt::format("schedule {}: {} does not apply to the {} kernel, which runs this cast{}", s.str(), name,
+                                   k == KernelKind::jagged ? (jagged_vector ? "jagged (vector)" : "jagged (scalar)") : kernel_kind_name(k),
+                                   tiled || k == KernelKind::jagged ? "" : " (kernel=tiled takes every tile field)"));
+    r.*m = unset;
+  };
+  field("tile_rows", &Schedule::tile_rows, 0, tiled);
+  field("tile_cols", &Schedule::tile_cols, 0, tiled || jv);
+  field("threads", &Schedule::threads, 0, direct || tiled || jv);
+  field("ctas_per_sm", &Schedule::ctas_per_sm, 0, direct || tiled || columns || jv);
+  field("hoist_loads", &Schedule::hoist_loads, -1, tiled);
+  field("rows_per_thread", &Schedule::rows_per_thread, 0, tiled || columns);
+  field("chunks_per_thread", &Schedule::chunks_per_thread, 0, direct);
+  field("rows_in_flight", &Schedule::rows_in_flight, 0, jv);
+  field("cluster", &Schedule::cluster, 0, jv);
+  field("stages", &Schedule::stages, 0, columns);
+  return r;
+}
+
+}  // namespace mxjit::detail

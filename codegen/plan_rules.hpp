@@ -1,0 +1,42 @@
+#pragma once
+/// \file The planner's rules, each its own function: what the GPU generator runs at all, which
+/// kernel kinds apply to a cast and stride class, which schedule fields each kind takes, and the
+/// checks of their values (all UsageError, naming the rule). codegen/planner.cpp combines them;
+/// the defaults per kind live in codegen/plan_defaults.cpp, the hardware limits in the Target.
+#include "codegen/plan.hpp"
+#include "codegen/values.hpp"
+
+namespace mxjit::detail {
+
+/// Refuses what no GPU kernel runs (jagged groups beside other outputs, two NVFP4 tensor amaxes,
+/// NVFP4 with flushed subnormals), naming it; the CPU reference runs those.
+void check_gpu_runs(const Pipeline& p, const ValueSet& v);
+
+/// The jagged scale of `v` (a scale whose blocks are jagged groups), or null.
+NodePtr jagged_scale(const ValueSet& v);
+
+/// The tile axes, batch axes and rank of a plan for `p` (non-jagged): ax_c the unit-stride axis of
+/// the first tensor input, ax_r the other block or output axis. Throws UsageError when the blocks
+/// span more than two axes.
+void choose_axes(const Pipeline& p, const ValueSet& v, const StrideClass& sc, Plan& plan);
+
+/// True when the direct kernel applies: every block and every code output runs along ax_c, one
+/// block size, a multiple of 8 of at most 256 elements.
+bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan);
+/// True when the columns kernel applies: one 2-byte tensor input read with 16-byte loads along
+/// ax_c, 1-D E8M0/FP32 blocks of 16..128 along ax_r (at least one) or of 32 along ax_c, only codes
+/// and scales as outputs, codes stored along their block axis.
+bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
+/// True when the jagged vector kernel applies: one bf16/f16/f32 tensor input read with 16-byte
+/// loads along ax_c, a root computed from registers only, codes stored along ax_c.
+bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
+
+/// The schedule `s` with the fields that kind `k` (`jagged_vector`: the jagged kind's vector
+/// kernel) does not take removed; with Fit::exact, such a field is a UsageError naming it and the
+/// kernel that runs.
+Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit fit);
+
+/// The index of the first tensor (or codes) input of `p`, or -1.
+int first_tensor_input(const Pipeline& p);
+
+}  // namespace mxjit::detail

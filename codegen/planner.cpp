@@ -1,0 +1,116 @@
+// make_plan: the rules (plan_rules.cpp) decide what runs and which schedule fields apply, the
+// per-kind functions (plan_kinds.cpp) fill in the defaults; this file only puts them in order.
+#include <fmt/format.h>
+
+#include "codegen/plan_kinds.hpp"
+#include "codegen/plan_rules.hpp"
+#include "dsl/dsl.hpp"
+#include "dsl/errors.hpp"
+
+namespace mxjit::detail {
+namespace {
+
+// The kernel kind for a non-jagged cast: the schedule's, where it applies, else the first of
+// direct, columns, tiled that does.
+KernelKind choose_kind(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc, const Schedule& s, Fit fit) {
+  const bool direct = direct_applies(p, v, plan), columns = columns_applies(p, v, plan, sc);
+  auto refuse = [&](const char* why) {
+    return UsageError(fmt::format("schedule {}: the {} kernel does not apply to this cast ({})", s.str(), kernel_kind_name(s.kernel), why));
+  };
+  switch (s.kernel) {
+    case KernelKind::tiled: return KernelKind::tiled;
+    case KernelKind::direct:
+      if (direct) return KernelKind::direct;
+      if (fit == Fit::exact) throw refuse("its blocks and code outputs must all run along the input's unit-stride axis, 8..256 elements a block");
+      break;
+    case KernelKind::columns:
+      if (columns) return KernelKind::columns;
+      if (fit == Fit::exact)
+        throw refuse("it takes one bf16/f16 input with 16-byte loads, E8M0/FP32 blocks of 16..128 across the rows, codes along their blocks");
+      break;
+    case KernelKind::jagged:
+      if (fit == Fit::exact) throw refuse("it runs jagged groups (groups(x, axis, offsets(...)))");
+      break;
+    case KernelKind::automatic: break;
+  }
+  return direct ? KernelKind::direct : columns ? KernelKind::columns : KernelKind::tiled;
+}
+
+// The kernel's parameter block: every field 8 bytes a word (in_extent only where an output has a
+// grouped scale layout).
+ParamLayout param_layout(const Pipeline& p) {
+  const int ni = int(p.inputs().size()), no = int(p.outputs().size()), r = p.rank();
+  ParamLayout l;
+  l.fields = {{Param::in, ni},           {Param::out, no},           {Param::shape, r},   {Param::in_stride, ni * r},
+              {Param::out_stride, no * r}, {Param::out_shape, no * r}, {Param::tiles_r, 1}, {Param::tiles_c, 1},
+              {Param::aux, 1}};
+  for (const Output& o : p.outputs())
+    if (o.layout.is_grouped()) {
+      l.fields.push_back({Param::in_extent, ni});
+      break;
+    }
+  return l;
+}
+
+// NVFP4 scales need the tensor amax first: a pre-pass over the same value (one per pipeline:
+// check_gpu_runs refuses two).
+std::optional<PrePass> nvfp4_prepass(const Pipeline& p) {
+  for (const Output& o : p.outputs()) {
+    if (o.kind != OutputKind::scales && o.kind != OutputKind::elems) continue;
+    const NodePtr& sn = o.kind == OutputKind::scales ? o.node : o.node->args[1];
+    if (sn->scale_format != ScaleFormat::e4m3) continue;
+    PrePass pre{pipeline({output("tamax", Amax(sn->args[1]))}), {}, 4};
+    for (const InputDecl& in : pre.pipeline.inputs()) pre.inputs.push_back(p.input_index(in.name));
+    return pre;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Schedule& schedule, Fit fit) {
+  const ValueSet v = collect_values(p);
+  check_gpu_runs(p, v);
+  Plan plan;
+  plan.rank = p.rank();
+  plan.schedule = schedule;
+  plan.params = param_layout(p);
+  if (const NodePtr sn = jagged_scale(v)) {
+    if (schedule.kernel != KernelKind::automatic && schedule.kernel != KernelKind::jagged && fit == Fit::exact)
+      throw UsageError(fmt::format("schedule {}: the {} kernel does not apply to this cast (jagged groups run on the jagged kernel)",
+                                   schedule.str(), kernel_kind_name(schedule.kernel)));
+    plan.kind = KernelKind::jagged;
+    plan.ax_r = block_of(sn).axes[0];
+    plan.ax_c = 1 - plan.ax_r;
+    const bool vec = jagged_vector_applies(p, v, plan, sc);
+    plan.kernel = plan_jagged(p, v, plan, fit_schedule(schedule, KernelKind::jagged, vec, fit), target, vec);
+    return plan;
+  }
+  choose_axes(p, v, sc, plan);
+  // The tiled kernel's tile and shared memory are checked for every cast (it is the fallback of
+  // every stride class).
+  const TiledPlan tiled = plan_tiled(p, v, plan, fit_schedule(schedule, KernelKind::tiled, false, Fit::lenient), target);
+  const int tiled_smem = tiled_smem_bytes(v, plan, tiled), smem_cap = std::min(200 * 1024, target.smem_per_cta());
+  if (tiled_smem > smem_cap)
+    throw UsageError(fmt::format("GPU generator: the tile needs {} bytes of shared memory ({} values); at most {} KiB fit", tiled_smem,
+                                 tiled.value_tiles, smem_cap / 1024));
+  for (size_t i = 0; i < p.outputs().size(); ++i)
+    if (p.outputs()[i].kind == OutputKind::amax || p.outputs()[i].layout.is_grouped())
+      plan.zero_outputs.push_back(int(i));  // grouped: kernels write real scales only, never padding
+  plan.prepass = nvfp4_prepass(p);
+  plan.kind = choose_kind(p, v, plan, sc, schedule, fit);
+  const Schedule s = fit_schedule(schedule, plan.kind, false, fit);
+  switch (plan.kind) {
+    case KernelKind::direct: plan.kernel = plan_direct(p, v, plan, s, target, sc); break;
+    case KernelKind::columns: plan.kernel = plan_columns(p, v, plan, s, target); break;
+    default:
+      plan.kernel = tiled;
+      plan.threads = s.threads ? s.threads : 256;
+      plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : 4;
+      plan.smem_bytes = tiled_smem;
+      break;
+  }
+  return plan;
+}
+
+}  // namespace mxjit::detail

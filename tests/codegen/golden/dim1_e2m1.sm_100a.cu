@@ -1,0 +1,301 @@
+// ==== mxjit generated kernel ========================================================
+// mxjit_columns_dim1_e2m1_floor_bf16_c35f8282
+// generator mxjit-gen-25  target sm_100a  stride class sc(1a)
+// pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(0,32) q:col_major s:linear
+// pipeline hash 7dcf6902f261ee82d0c72693dd943979
+// plan
+//   columns: rows_per_thread=16 lanes_along_rows=8 tile=128x256 stages=1 rowwise_scale=0 codes_staged=0 lines_padded=0 bulk_copy_out=0 scatter_scales=[1]
+//   launch: rank=2 ax_r=0 ax_c=1 batch=[] threads=256 ctas_per_sm=2 smem=0 zero=[] prepass=none
+//   params: in:1 out:2 shape:2 in_stride:2 out_stride:4 out_shape:4 tiles_r:1 tiles_c:1 aux:1
+//   schedule: tune()
+// ====================================================================================
+#define MXJIT_HW_UE8M0 1
+#define MXJIT_HW_FP4FP6 1
+#define MXJIT_HW_FP8 1
+#define MXJIT_HW_BF16X2 1
+#include "mx_math.cuh"
+#include "prelude.cuh"
+#include "convert.cuh"
+
+// Kernel parameters: every field 8 bytes, filled by the launcher in this order (Plan::params).
+struct MxParams {
+  const void* in[1];
+  void* out[2];
+  mx_i64 shape[2];
+  mx_i64 in_stride[1][2];
+  mx_i64 out_stride[2][2];
+  mx_i64 out_shape[2][2];
+  mx_i64 tiles_r;
+  mx_i64 tiles_c;
+  const void* aux;  // the workspace: NVFP4's pre-pass tensor amax (FP32), else null
+};
+
+extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_floor_bf16_c35f8282(const MxParams P) {
+  const int lane = threadIdx.x & 31, rg = lane % 8, cl = lane / 8, warp = threadIdx.x >> 5;
+  const int lane_r0 = rg * 16, lane_c0 = warp * 32 + cl * 8;  // the thread's offsets in a tile (axes 0, 1)
+  const int n_r = int(P.shape[0]), n_c = int(P.shape[1]);
+  __shared__ mx_u8 s0_info[1024];
+  unsigned t_ = blockIdx.x;
+  const int tr = int(t_ % unsigned(P.tiles_r)); t_ /= unsigned(P.tiles_r);
+  const int tc = int(t_ % unsigned(P.tiles_c)); t_ /= unsigned(P.tiles_c);
+  const int t_r0 = tr * 128, t_c0 = tc * 256;  // the tile's origin
+  const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+15, columns c0 .. c0+7
+  (void)t_; (void)t_r0; (void)t_c0;
+  const bool rows_full = r0 + 16 <= n_r, cols_full = c0 + 8 <= n_c;
+  (void)rows_full; (void)cols_full;
+  if (__all_sync(0xffffffffu, rows_full && cols_full && (P.out_stride[0][0] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][1])) & 7u) == 0))) {
+    mx_u32 w0[16][4];
+    {
+      const mx_u16* const p = static_cast<const mx_u16*>(P.in[0]) + (r0 * P.in_stride[0][0] + c0);
+      const mx_i64 rs = P.in_stride[0][0];
+#pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const mx_v16 v = mx_ld16_l2(p + r * rs);
+        w0[r][0] = v.x; w0[r][1] = v.y; w0[r][2] = v.z; w0[r][3] = v.w;
+      }
+    }
+    mx_u32 pm0[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      pm0[j] = w0[0][j] & 0x7fff7fffu;
+#pragma unroll
+      for (int r = 1; r < 16; ++r) pm0[j] = mx_max_bf16x2(pm0[j], w0[r][j] & 0x7fff7fffu);
+    }
+    mx_u8* ob0_ = static_cast<mx_u8*>(P.out[0]) + ((r0 >> 1) * P.out_stride[0][0] + c0 * P.out_stride[0][1]);
+    const mx_i64 os0 = P.out_stride[0][1];
+    // Scales 0: one per lane (reduce-scatter over the block's lanes, xors 1).
+    mx_u32 d0[8];
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      d0[t] = (t & 1) ? (pm0[t >> 1] & 0xffff0000u) : (pm0[t >> 1] << 16);
+    }
+    {
+      const bool hi = (lane & 1) != 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const mx_u32 keep = hi ? d0[i + 4] : d0[i], send = hi ? d0[i] : d0[i + 4];
+        const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, send, 1);
+        d0[i] = o_ > keep ? o_ : keep;
+      }
+    }
+    const int tb0 = ((lane & 1) ? 4 : 0);
+    mx_u32 own0[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const mx_u32 m = d0[i];
+      mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
+      float mult = 0.0f, sval = 0.0f;
+      byte = mx_scale_floor(m, 2);
+      flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
+      byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
+      mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+      {
+        const int t = tb0 + i;
+        s0_info[((r0 - t_r0) / 32) * 256 + (c0 - t_c0) + t] = byte;
+      }
+      own0[i] = flag ? flag : mx_bits(mult);
+    }
+    if (__all_sync(0xffffffffu, own0[0] > 2u && own0[1] > 2u && own0[2] > 2u && own0[3] > 2u)) {  // no flagged block in the warp
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        float col[16];
+#pragma unroll
+        for (int r = 0; r < 16; ++r) {
+          const float t0 = mx_float((c & 1) ? (w0[r][c >> 1] & 0xffff0000u) : (w0[r][c >> 1] << 16));
+          col[r] = t0;
+        }
+        {
+          const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[c % 4], (lane & ~1) | ((c % 8) >= 4 ? 1 : 0));
+          const mx_u32 flag0 = 0u;
+          const float mult0 = mx_float(w_);
+          const int r = 0;
+          {  // output 'q' (e2m1)
+            float y[16];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) {
+              float y_ = col[e];
+              y_ *= mult0;
+              y[e] = y_;
+            }
+            const mx_u32 pr0 = mx_cvt_e2m1x2(y[0], y[1]);
+            const mx_u32 pr1 = mx_cvt_e2m1x2(y[2], y[3]);
+            const mx_u32 pr2 = mx_cvt_e2m1x2(y[4], y[5]);
+            const mx_u32 pr3 = mx_cvt_e2m1x2(y[6], y[7]);
+            const mx_u32 pr4 = mx_cvt_e2m1x2(y[8], y[9]);
+            const mx_u32 pr5 = mx_cvt_e2m1x2(y[10], y[11]);
+            const mx_u32 pr6 = mx_cvt_e2m1x2(y[12], y[13]);
+            const mx_u32 pr7 = mx_cvt_e2m1x2(y[14], y[15]);
+            mx_u32 wd[2];
+            wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+            wd[1] = (pr4 << 0) | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
+            if (flag0) {
+              const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
+              wd[0] = f_;
+              wd[1] = f_;
+            }
+            mx_u8* const ob = ob0_;
+            *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
+            ob0_ += os0;
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        float col[16];
+#pragma unroll
+        for (int r = 0; r < 16; ++r) {
+          const float t0 = mx_float((c & 1) ? (w0[r][c >> 1] & 0xffff0000u) : (w0[r][c >> 1] << 16));
+          col[r] = t0;
+        }
+        {
+          const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[c % 4], (lane & ~1) | ((c % 8) >= 4 ? 1 : 0));
+          const mx_u32 flag0 = w_ < 3u ? w_ : 0u;
+          const float mult0 = w_ < 3u ? 0.0f : mx_float(w_);
+          const int r = 0;
+          {  // output 'q' (e2m1)
+            float y[16];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) {
+              float y_ = col[e];
+              y_ *= mult0;
+              y[e] = y_;
+            }
+            const mx_u32 pr0 = mx_cvt_e2m1x2(y[0], y[1]);
+            const mx_u32 pr1 = mx_cvt_e2m1x2(y[2], y[3]);
+            const mx_u32 pr2 = mx_cvt_e2m1x2(y[4], y[5]);
+            const mx_u32 pr3 = mx_cvt_e2m1x2(y[6], y[7]);
+            const mx_u32 pr4 = mx_cvt_e2m1x2(y[8], y[9]);
+            const mx_u32 pr5 = mx_cvt_e2m1x2(y[10], y[11]);
+            const mx_u32 pr6 = mx_cvt_e2m1x2(y[12], y[13]);
+            const mx_u32 pr7 = mx_cvt_e2m1x2(y[14], y[15]);
+            mx_u32 wd[2];
+            wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+            wd[1] = (pr4 << 0) | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
+            if (flag0) {
+              const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
+              wd[0] = f_;
+              wd[1] = f_;
+            }
+            mx_u8* const ob = ob0_;
+            *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
+            ob0_ += os0;
+          }
+        }
+      }
+    }
+  } else {
+    mx_u32 w0[16][4];
+#pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      const int c = 0;
+      const mx_u16* const p = static_cast<const mx_u16*>(P.in[0]) + ((r0 + r) * P.in_stride[0][0] + (c0 + c));
+      if (cols_full && r0 + r < n_r) {
+        const mx_v16 v = mx_ld16_l2(p);
+        w0[r][0] = v.x; w0[r][1] = v.y; w0[r][2] = v.z; w0[r][3] = v.w;
+      } else {
+        for (int e = 0; e < 4; ++e) w0[r][e] = 0u;
+        if (r0 + r < n_r) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) w0[r][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));
+      }
+    }
+    mx_u32 pm0[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      pm0[j] = w0[0][j] & 0x7fff7fffu;
+#pragma unroll
+      for (int r = 1; r < 16; ++r) pm0[j] = mx_max_bf16x2(pm0[j], w0[r][j] & 0x7fff7fffu);
+    }
+    // Scales 0: blocks of 32 along axis 0 (2 lanes), column by column.
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      float col[16];
+#pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const float t0 = mx_float((c & 1) ? (w0[r][c >> 1] & 0xffff0000u) : (w0[r][c >> 1] << 16));
+        col[r] = t0;
+      }
+      {
+        mx_u32 m = (c & 1) ? (pm0[c >> 1] & 0xffff0000u) : (pm0[c >> 1] << 16);
+        { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, 1); m = o_ > m ? o_ : m; }
+        mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
+        float mult = 0.0f, sval = 0.0f;
+        byte = mx_scale_floor(m, 2);
+        flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
+        byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
+        mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+        const mx_u32 byte0 = byte, flag0 = flag;
+        const float mult0 = mult, sval0 = sval;
+        (void)byte0; (void)sval0;
+        const int r = 0;
+        if ((rg % 2) == 0 && r0 < n_r && c0 + c < n_c) {
+          const int lb = ((r0 - t_r0) / 32) * 256 + (c0 - t_c0) + c;
+          s0_info[lb] = byte0;
+        }
+        {  // output 'q' (e2m1)
+          float y[16];
+#pragma unroll
+          for (int e = 0; e < 16; ++e) {
+            float y_ = col[e];
+            y_ *= mult0;
+            y[e] = y_;
+          }
+          const mx_u32 pr0 = mx_cvt_e2m1x2(y[0], y[1]);
+          const mx_u32 pr1 = mx_cvt_e2m1x2(y[2], y[3]);
+          const mx_u32 pr2 = mx_cvt_e2m1x2(y[4], y[5]);
+          const mx_u32 pr3 = mx_cvt_e2m1x2(y[6], y[7]);
+          const mx_u32 pr4 = mx_cvt_e2m1x2(y[8], y[9]);
+          const mx_u32 pr5 = mx_cvt_e2m1x2(y[10], y[11]);
+          const mx_u32 pr6 = mx_cvt_e2m1x2(y[12], y[13]);
+          const mx_u32 pr7 = mx_cvt_e2m1x2(y[14], y[15]);
+          mx_u32 wd[2];
+          wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+          wd[1] = (pr4 << 0) | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
+          if (flag0) {
+            const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
+            wd[0] = f_;
+            wd[1] = f_;
+          }
+          mx_u8* const ob = static_cast<mx_u8*>(P.out[0]) + (((r0 + r) >> 1) * P.out_stride[0][0] + (c0 + c) * P.out_stride[0][1]);
+          if (rows_full && c0 + c < n_c && (P.out_stride[0][0] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][1])) & 7u) == 0)) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
+          else {
+#pragma unroll
+            for (int e = 0; e < 16; e += 2) if (r0 + e < n_r && c0 + c < n_c) ob[e >> 1] = mx_u8(wd[e >> 3] >> (4 * (e & 7)));
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();
+  {
+    const int r0 = t_r0, c0 = t_c0, nr = n_r - r0 < 128 ? n_r - r0 : 128, nc = n_c - c0 < 256 ? n_c - c0 : 256;
+  // Scales 's' (row_major) of the tile, from shared memory.
+  {
+    const mx_i64 sr0 = r0 / 32, sc0 = c0;
+    int nsr = (nr + 32 - 1) / 32, nsc = nc;
+    const mx_i64 ext_r = P.out_shape[1][0];
+    const mx_i64 ext_c = P.out_shape[1][1];
+    const bool whole = nsr == 4 && nsc == 256;
+    (void)whole;
+    if (whole && nsr == 4 && nsc == 256 && P.out_stride[1][1] == 1) {  // a whole tile: 4 scales per thread
+      for (int k = int(threadIdx.x); k < 256; k += 256) {
+        const int ir = k / 64, ic = k % 64 * 4;
+        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;
+        const int lb = ir * 256 + ic;
+        mx_u32 w = 0u;
+        for (int e = 0; e < 4; ++e) w |= mx_u32(s0_info[lb + e] & 0xffu) << (8 * e);
+        mx_u8* const p = static_cast<mx_u8*>(P.out[1]) + (gr * P.out_stride[1][0] + gc * P.out_stride[1][1]);
+        if ((reinterpret_cast<mx_u64>(p) & 3u) == 0) *reinterpret_cast<mx_u32*>(p) = w;
+        else for (int e = 0; e < 4; ++e) p[e] = mx_u8(w >> (8 * e));
+      }
+    } else
+    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {
+      const int ir = k / nsc, ic = k % nsc;
+      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;
+      const bool real = gr < ext_r && gc < ext_c;
+      const int lb = ir * 256 + ic;
+      const mx_u8 val = real ? mx_u8(s0_info[lb] & 0xffu) : mx_u8(0);
+      if (real) static_cast<mx_u8*>(P.out[1])[gr * P.out_stride[1][0] + gc * P.out_stride[1][1]] = val;
+    }
+  }
+  }
+}

@@ -1,0 +1,96 @@
+// Structural properties of generated kernels, read from what NVRTC made of them (PTX and ptxas's
+// resource report) rather than pinned as source text: no register spills, 16-byte vector loads
+// and stores where the kernel's design says so, no CTA barrier in the direct kernel, bulk copies
+// where the plan chose them. The exact text is the goldens' business (test_golden.cpp).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "codegen/emit.hpp"
+#include "dsl/text.hpp"
+#include "runtime/compile.hpp"
+
+using namespace mxjit;
+using namespace mxjit::detail;
+
+namespace {
+
+struct Built {
+  std::string ptx, log;
+  Plan plan;
+  int spill_stores = -1;
+};
+
+// PTX and the ptxas report of `spec` on `arch` (one NVRTC compile).
+Built build(const std::string& spec, const char* arch = "sm_90a", const Schedule& s = {}) {
+  const Pipeline p = parse_pipeline(spec);
+  CompileOptions o;
+  o.want_ptx = true;
+  o.resource_usage = true;
+  o.schedule = s;
+  const CompiledKernel k = compile(p, Target::parse(arch), default_stride_class(p), o);
+  Built b{k.ptx, k.log, k.plan};
+  const size_t at = k.log.find("bytes spill stores");
+  REQUIRE_MESSAGE(at != std::string::npos, "no ptxas report in: " << k.log);
+  size_t from = k.log.rfind(',', at);
+  from = from == std::string::npos ? 0 : from + 1;
+  b.spill_stores = std::stoi(k.log.substr(from, at - from));
+  return b;
+}
+
+bool has(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("direct kernel: 16-byte loads and stores, no CTA barrier, no spills") {
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    CAPTURE(arch);
+    const Built b = build("bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) s:blocked128x4", arch);
+    CHECK(b.plan.kind == KernelKind::direct);
+    CHECK(b.spill_stores == 0);
+    CHECK(has(b.ptx, "ld.global.nc.v4.u32"));  // mx_ld16: 16 bytes of input per load
+    CHECK(has(b.ptx, "st.global.v4.u32"));     // whole 16-byte lines of 128x4 scale atoms
+    CHECK(has(b.ptx, "st.global.v2"));         // 8 codes per 8-byte store
+    CHECK(!has(b.ptx, "bar.sync"));
+    CHECK(!has(b.ptx, "barrier.sync"));
+  }
+  // Software-encoded MXFP4 on sm_90a: its codes leave 4 bytes a lane; still no barrier or spill.
+  const Built f4 = build("bf16[2] -> mxfp4.e2m1 floor blocks(1,32)");
+  CHECK(f4.spill_stores == 0);
+  CHECK(!has(f4.ptx, "bar.sync"));
+  CHECK(has(f4.ptx, "ld.global.nc.v4.u32"));
+}
+
+TEST_CASE("columns kernel: 16-byte loads of 256-byte L2 blocks, 16-byte column stores, no spills") {
+  const Built d1 = build("bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4");
+  CHECK(d1.plan.kind == KernelKind::columns);
+  CHECK(d1.spill_stores == 0);
+  CHECK(has(d1.ptx, "ld.global.nc.L2::256B.v4.u32"));
+  CHECK(has(d1.ptx, "st.global.v4.u32"));  // a column's 16 codes, and whole scale atoms
+  // dim0+dim1 with blocked scales on sm_90a: the staged lines leave as bulk copies (the plan's
+  // bulk_copy_out), at most 20 bytes of spills (the tail path's; more is a regression).
+  const Built f = build("bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) s:blocked128x4 ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4");
+  CHECK(f.plan.columns().bulk_copy_out);
+  CHECK(has(f.ptx, "cp.async.bulk.global.shared::cta.bulk_group"));
+  CHECK(f.spill_stores <= 20);
+  // The pipelined form: bulk copies into the ring, mbarrier waits, no spills.
+  const Built r = build("bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major", "sm_90a", Schedule{.stages = 2});
+  CHECK(has(r.ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+  CHECK(has(r.ptx, "mbarrier.try_wait.parity"));
+  CHECK(r.spill_stores == 0);
+}
+
+TEST_CASE("tiled and jagged kernels: shared-memory tiles behind barriers, asynchronous row copies") {
+  const Built t = build("bf16[2] -> mxfp8.e4m3 floor blocks(0,1,32x32)");
+  CHECK(t.plan.kind == KernelKind::tiled);
+  CHECK((has(t.ptx, "bar.sync") || has(t.ptx, "barrier.sync")));
+  CHECK(has(t.ptx, "ld.global.nc.v4.u32"));
+  CHECK(t.spill_stores == 0);
+  const Pipeline jg = parse_pipeline("bf16[2] -> fp8.e4m3 groups(0,offs)");
+  CompileOptions o;
+  o.want_ptx = true;
+  const CompiledKernel j = compile(jg, Target::parse("sm_90a"), StrideClass{{1, 0}, {true, false}}, o);
+  CHECK(j.plan.jagged().vector);
+  CHECK(has(j.ptx, "cp.async.cg.shared.global"));  // the row cache
+  CHECK(has(j.ptx, "cp.async.wait_group 0"));
+}

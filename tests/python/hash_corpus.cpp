@@ -1,0 +1,68 @@
+// Prints "name hash" for pipelines built with the C++ DSL; tests/python/test_dsl.py builds the same
+// pipelines with the Python DSL and checks that every hash agrees (the Python builders mirror C++).
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mxjit/mxjit.hpp"
+
+int main() {
+  using namespace mxjit;
+  std::vector<std::pair<std::string, Pipeline>> c;
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    auto s = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::rceil);
+    c.emplace_back("dim1_blocked", pipeline({output("q", cast(e4m3, x / s), layout::col_major()),
+                                              output("s", s, layout::blocked_128x4())}));
+  }
+  {
+    auto x = input("x", DType::f32, rank(3));
+    auto s = e8m0_scale(amax(blocks(x, 1, 32)), e2m1, ScaleRule::floor, NanPolicy::satfinite);
+    c.emplace_back("fp4_expert", pipeline({output("q", cast(e2m1, x / s), layout::expert_col_major()),
+                                            output("s", s, layout::blocked_8x4())}));
+  }
+  {
+    auto g = input("gate", DType::bf16, rank(2));
+    auto u = input("up", DType::bf16, rank(2));
+    auto b = vec("bias", DType::f32, 1, rank(2));
+    auto v = swiglu(g, u) * 0.5 + b - relu(-g) / 3.0;
+    auto s = e8m0_scale(amax(blocks(v, 1, 32)), e4m3, ScaleRule::even);
+    c.emplace_back("swiglu_prologue", pipeline({output("q", cast(e4m3, v / s)), output("s", s),
+                                                output("y", gelu(v, Gelu::erf) + exp(sigmoid(v)) + silu(abs(v)), DType::bf16),
+                                                output("amax", amax(v))}));
+  }
+  {
+    auto x = input("x", DType::f16, rank(2));
+    auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ceil_log2(amax_var() * (1.0 / 448)) + 1.0);
+    auto q = cast(e4m3, x / s, Round::stochastic, Saturate::finite, CastOptions{7, 3, true});
+    c.emplace_back("custom_rule_sr", pipeline({output("q", q), output("s", s)}));
+  }
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    auto s = nvfp4_scale(amax(blocks(x, {0, 1}, {16, 16})), Nvfp4Convention::torchao);
+    c.emplace_back("nvfp4_2d", pipeline({output("q", cast(e2m1, x / s)), output("s", s), output("amax", amax(x))}));
+  }
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    auto s = f32_scale(amax(groups(x, 0, offsets("offs"))), e5m2, F32ScaleOptions{true, true});
+    auto m = e8m0_scale(amax(blocks(x, 1, 32)), int8, ScaleRule::ceil);
+    c.emplace_back("groups_grouped", pipeline({output("q", cast(e5m2, x / s), layout::col_major()), output("s", s),
+                                               output("q1", cast(int8, x / m)),
+                                               output("s1", m, layout::grouped_blocked_128x4(offsets("offs"), 0))}));
+  }
+  {
+    auto y = dequantize("codes", "scales", e2m1, ScaleFormat::e8m0, rank(2), 1, 32);
+    c.emplace_back("dequant_fp4", pipeline({output("y", y, DType::f32, layout::permuted({1, 0}))}));
+  }
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    auto s = e8m0_scale(amax(blocks(x, 1, 32)), fp_format(3, 3), ScaleRule::rceil);
+    auto t = max(min(x, 2.0), -2.0);
+    auto s2 = e8m0_scale(amax(blocks(t, 0, 64)), e3m2, ScaleRule::floor);
+    c.emplace_back("user_format_two_casts", pipeline({output("q", cast(fp_format(3, 3), x / s)), output("s", s),
+                                                      output("q1", cast(e3m2, t / s2)), output("s1", s2)}));
+  }
+  for (const auto& [name, p] : c) std::printf("%s %s\n", name.c_str(), p.hash().hex().c_str());
+  return 0;
+}
