@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -117,6 +118,27 @@ std::string upgrade(Connection& db, const OpenOptions& options) {
   return {};
 }
 
+/// Why the 100-byte SQLite header of `file` makes it useless as a cache although SQLite opens it:
+/// file format versions other than 1 and 2 (bytes 18, 19: read-only, or not readable) or a schema
+/// format past 4 (bytes 44-47: "unsupported file format"), which would leave every process
+/// degraded, the file never moved aside. "" when the header is sound, too short or not SQLite's
+/// (SQLite itself then reports the file corrupt or not a database).
+std::string header_problem(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return {};
+  unsigned char h[100];
+  const ssize_t n = ::pread(fd, h, sizeof h, 0);
+  ::close(fd);
+  if (n != ssize_t(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0) return {};
+  if (h[18] < 1 || h[18] > 2 || h[19] < 1 || h[19] > 2)
+    return fmt::format("has a damaged SQLite header (file format versions {} and {} in bytes 18 and 19, not 1 or 2)",
+                       h[18], h[19]);
+  const uint32_t schema = uint32_t(h[44]) << 24 | uint32_t(h[45]) << 16 | uint32_t(h[46]) << 8 | h[47];
+  if (schema > 4)
+    return fmt::format("has a damaged SQLite header (schema format {} in bytes 44-47, not 0 to 4)", schema);
+  return {};
+}
+
 /// Recognizes the file and brings its schema up to date. Returns why it must be rebuilt, or "".
 std::string validate(Connection& db, const std::filesystem::path& file,
                      const OpenOptions& options) {
@@ -197,6 +219,7 @@ std::string quick_check(Connection& db) {
     Query q = db.query("PRAGMA quick_check(1)");
     std::string first = q.step() ? q.text(0) : std::string("no result");
     if (first == "ok") return {};
+    std::replace(first.begin(), first.end(), '\n', ' ');  // SQLite's report spans lines; a warning does not
     return fmt::format("fails quick_check ({})", first);
   } catch (const SqliteError& e) {
     if (is_corruption(e.code())) return fmt::format("fails quick_check ({})", e.what());
@@ -231,7 +254,8 @@ OpenedFile open_cache_file(const std::filesystem::path& file, const OpenOptions&
     out.id = file_id(file);
     out.db = std::make_unique<Connection>(file);
     out.db->set_busy_timeout(options.busy_timeout);
-    std::string bad = validate(*out.db, file, options);
+    std::string bad = header_problem(file);
+    if (bad.empty()) bad = validate(*out.db, file, options);
     if (bad.empty()) {
       out.wal = configure_journal(*out.db);
       return out;

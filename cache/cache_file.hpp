@@ -60,7 +60,8 @@ struct OpenOptions {
 };
 
 /// Opens `file` (creating it with mode 0600), recognizes it, initializes or migrates the schema
-/// and selects the journal mode. A corrupt, truncated, foreign or newer file is moved aside to
+/// and selects the journal mode. A corrupt, truncated, foreign or newer file, or one whose SQLite
+/// header SQLite would open read-only or not at all, is moved aside to
 /// `<file>.bad-<unix time>-<pid>` and replaced, once. Throws Error (or SqliteError) when the file
 /// cannot be used at all; the message is the reason, phrased to follow the file name.
 OpenedFile open_cache_file(const std::filesystem::path& file, const OpenOptions& options);

@@ -31,7 +31,13 @@ constexpr int64_t kQuickCheckMaxBytes = 256 * 1024;
 std::mutex g_sink_mu;
 WarningSink g_sink;
 
-void emit_warning(const std::string& line) {
+// One line: control characters (a path's newline, SQLite's multi-line reports) are escaped.
+void emit_warning(const std::string& text) {
+  std::string line;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    line += u < 0x20 || u == 0x7f ? fmt::format("\\x{:02x}", u) : std::string(1, c);
+  }
   std::lock_guard lock(g_sink_mu);
   if (g_sink) g_sink(line);
   else std::fprintf(stderr, "%s\n", line.c_str());
@@ -75,9 +81,15 @@ std::filesystem::path DiskCache::default_dir() {
 }
 
 bool DiskCache::disabled_by_env() {
-  std::string v = env("MXJIT_CACHE");
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  return v == "0" || v == "off" || v == "false" || v == "no";
+  const std::string raw = env("MXJIT_CACHE");
+  std::string v;
+  for (char c : raw)
+    if (!std::isspace(static_cast<unsigned char>(c))) v += char(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "0" || v == "off" || v == "false" || v == "no") return true;
+  if (!(v.empty() || v == "1" || v == "on" || v == "true" || v == "yes"))
+    emit_warning(fmt::format("mxjit: warning: MXJIT_CACHE='{}' is not one of 0, off, false, no (cache off) or 1, on, "
+                             "true, yes (cache on); keeping the kernel cache on", raw));
+  return false;
 }
 
 std::unique_ptr<DiskCache> DiskCache::open_default() {
@@ -127,6 +139,7 @@ void DiskCache::warn_locked(std::string_view reason, std::string_view consequenc
 
 void DiskCache::degrade_locked(std::string_view reason) {
   warn_locked(reason);
+  unusable_ = std::string(reason);
   db_.reset();
   enabled_ = false;
   pending_touches_.clear();
@@ -137,7 +150,8 @@ void DiskCache::open_locked() {
   wal_ = false;
   db_.reset();
   if (std::string r = detail::prepare_private_dir(dir_); !r.empty()) {
-    warn_locked(dir_.empty() ? r : fmt::format("cannot be used: its directory {}", r));
+    unusable_ = dir_.empty() ? r : fmt::format("cannot be used: its directory {}", r);
+    warn_locked(unusable_);
     return;
   }
   try {
@@ -146,15 +160,19 @@ void DiskCache::open_locked() {
     file_id_ = opened.id;
     wal_ = opened.wal;
     enabled_ = true;
+    unusable_.clear();
     if (!opened.rebuilt_because.empty()) {
-      warn_locked(opened.rebuilt_because,
-                  opened.moved_to.empty()
-                      ? std::string("another process replaced it with a new one")
-                      : fmt::format("moved it aside to {} and started a new one", opened.moved_to));
+      const std::string done = opened.moved_to.empty()
+                                    ? std::string("another process replaced it with a new one")
+                                    : fmt::format("moved it aside to {} and started a new one", opened.moved_to);
+      warn_locked(opened.rebuilt_because, done);
+      rebuilt_at_open_ = fmt::format("{}; {}", opened.rebuilt_because, done);
     }
   } catch (const std::exception& e) {
     db_.reset();
-    warn_locked(e.what());
+    // SQLite's own messages name a statement, not what happened to the file: say it.
+    unusable_ = dynamic_cast<const SqliteError*>(&e) ? fmt::format("cannot be used ({})", e.what()) : e.what();
+    warn_locked(unusable_);
   }
 }
 
@@ -360,6 +378,11 @@ void DiskCache::put_tuned(std::string_view key, std::string_view value) {
 bool DiskCache::enabled() const {
   std::lock_guard lock(mu_);
   return enabled_;
+}
+
+std::string DiskCache::unusable_reason() const {
+  std::lock_guard lock(mu_);
+  return enabled_ ? std::string() : unusable_;
 }
 
 void DiskCache::count_memory_lookup(bool hit) noexcept {

@@ -68,6 +68,9 @@ struct VerifyReport {
   bool file_ok = true;
   /// quick_check's complaint when file_ok is false.
   std::string file_problem;
+  /// Why the file was moved aside and a new one started when this cache opened it, and where it
+  /// went ("" when it was not): the damage verify() would otherwise never see.
+  std::string rebuilt_at_open;
 };
 
 namespace detail {
@@ -98,7 +101,9 @@ class DiskCache {
   /// `$MXJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/mxjit`, else `$HOME/.cache/mxjit` (empty path if
   /// none can be found).
   static std::filesystem::path default_dir();
-  /// True when `MXJIT_CACHE` is "0" (or "off", "false", "no").
+  /// True when `MXJIT_CACHE` is "0", "off", "false" or "no" (any case, surrounding space
+  /// ignored); "1", "on", "true", "yes" and "" keep the cache on, and any other value keeps it on
+  /// after one warning naming the accepted ones.
   static bool disabled_by_env();
   /// The cache the runtime uses: default_dir(), or a silent memory-only one when disabled_by_env().
   static std::unique_ptr<DiskCache> open_default();
@@ -116,6 +121,9 @@ class DiskCache {
 
   /// False in memory-only mode: every get() misses and put() stores nothing.
   bool enabled() const;
+  /// Why the cache is memory-only, as its warning said ("" while it is enabled, and for a cache
+  /// disabled by MXJIT_CACHE).
+  std::string unusable_reason() const;
 
   /// The entry for `key` with a verified checksum, or nullopt. A row whose checksum does not
   /// match is deleted and counted in evicted_bad.
@@ -135,8 +143,10 @@ class DiskCache {
   /// Checks the file (quick_check) and every row's checksum; deletes bad rows when `remove_bad`
   /// (and rebuilds a damaged file).
   VerifyReport verify(bool remove_bad);
-  /// Deletes every kernel and tuning row and compacts the file when no one else uses it.
-  void clear();
+  /// Deletes every kernel and tuning row and compacts the file when no one else uses it. Returns
+  /// false when nothing was deleted (memory-only, the file stayed locked, a write failed: the
+  /// warning says why).
+  bool clear();
   /// Writes the verified cubin of `key` to `out` (for cuobjdump); false when absent or bad.
   /// Throws Error when `out` cannot be written.
   bool dump(const Hash128& key, const std::filesystem::path& out);
@@ -183,6 +193,8 @@ class DiskCache {
   bool enabled_ = false;
   bool wal_ = false;
   bool warned_busy_ = false;
+  std::string unusable_;         // the reason of the warning that made the cache memory-only
+  std::string rebuilt_at_open_;  // the warning's words when open_locked() moved a file aside
   std::vector<std::string> pending_touches_;
   std::atomic<int64_t> disk_hits_{0}, disk_misses_{0}, mem_hits_{0}, mem_misses_{0};
   std::atomic<int64_t> writes_{0}, evicted_bad_{0};

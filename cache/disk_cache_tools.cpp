@@ -47,6 +47,7 @@ std::vector<CacheEntry> DiskCache::list(bool with_blobs) {
 VerifyReport DiskCache::verify(bool remove_bad) {
   std::lock_guard lock(mu_);
   VerifyReport report;
+  report.rebuilt_at_open = rebuilt_at_open_;
   if (!usable_locked()) return report;
   try {
     report.file_problem = detail::quick_check(*db_);
@@ -89,15 +90,15 @@ VerifyReport DiskCache::verify(bool remove_bad) {
   return report;
 }
 
-void DiskCache::clear() {
+bool DiskCache::clear() {
   std::lock_guard lock(mu_);
-  if (!usable_locked()) return;
+  if (!usable_locked()) return false;
   pending_touches_.clear();
   try {
-    write_locked([&] { db_->exec("DELETE FROM kernels; DELETE FROM tuned;"); }, "clearing");
+    if (!write_locked([&] { db_->exec("DELETE FROM kernels; DELETE FROM tuned;"); }, "clearing")) return false;
   } catch (const std::exception& ex) {
     handle_error_locked(ex, "clearing");
-    return;
+    return false;
   }
   // VACUUM needs the file to itself; when others have it open, the space is reused later.
   try {
@@ -106,6 +107,7 @@ void DiskCache::clear() {
   } catch (const std::exception&) {
   }
   if (db_) db_->set_busy_timeout(options_.busy_timeout);
+  return true;
 }
 
 bool DiskCache::dump(const Hash128& key, const std::filesystem::path& out) {

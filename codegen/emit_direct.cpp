@@ -270,6 +270,7 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
   // One row axis: its real extent bounds the rows (the grid's padding rows beyond it load nothing).
   const std::string real_rows = pl.direct().pad_rows > 1 && ra.size() == 1 ? fmt::format("P.shape[{}]", ra[0]) : "rows";
   f.row_ok = fmt::format("{0}const mx_i64 row = row0 + {1};\n{0}{2} = row < {3} && slot < slots;\n", ind, times("u", pl.direct().row_step), ok, real_rows);
+  if (ra.empty()) return f;  // a rank-1 domain is one row: no row indices
   const std::string n_inner = pl.direct().pad_rows > 1 ? fmt::format("(unsigned(P.shape[{0}]) + {1}u) / {2}u * {2}u", ra.back(), pl.direct().pad_rows - 1, pl.direct().pad_rows)
                                            : fmt::format("unsigned(P.shape[{}])", ra.back());
   if (ra.size() == 1) {

@@ -48,6 +48,13 @@ TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, con
     if (plan.ax_r >= 0) br = std::max(br, b.size_along(plan.ax_r));
     bc = std::max(bc, b.size_along(plan.ax_c));
   }
+  // A tile holds whole blocks as FP32 values in at most 200 KiB of shared memory (checked later
+  // with the padding): refuse longer blocks before the tile extents are narrowed to int.
+  constexpr int64_t kTileValues = 200 * 1024 / 4;
+  if (br > kTileValues || bc > kTileValues / br)
+    throw UsageError(fmt::format("GPU generator: blocks of {}x{} elements (rows x columns of the tile) do not fit one "
+                                 "tile of {} FP32 values in shared memory (200 KiB); the CPU backend or the reference "
+                                 "runs them", br, bc, kTileValues));
   if (plan.ax_r < 0) {
     t.tile_rows = 1;
     t.tile_cols = int(std::max<int64_t>(s.tile_cols ? s.tile_cols : 2048, bc));

@@ -1,16 +1,32 @@
 #include "dsl/dsl.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 namespace {
 
 constexpr int kMaxRank = 8;
 
-NodePtr make(Node n) { return std::make_shared<const Node>(std::move(n)); }
+// Every node is made here: its depth and tree size are bounded (dsl/limits.hpp), so that printing,
+// hashing and code generation, which walk the expression as a tree, stay small.
+NodePtr make(Node n) {
+  n.depth = 1;
+  n.tree_nodes = 1;
+  for (const NodePtr& a : n.args) {
+    n.depth = std::max(n.depth, a->depth + 1);
+    n.tree_nodes += a->tree_nodes;  // both <= kMaxExpressionNodes: no overflow
+  }
+  if (n.depth > kMaxExpressionDepth || n.tree_nodes > kMaxExpressionNodes)
+    throw UsageError(fmt::format("{}: the expression is {} deep with {} nodes (counting shared subexpressions at "
+                                 "every use); an expression has at most depth {} and {} nodes",
+                                 op_name(n.op), n.depth, n.tree_nodes, kMaxExpressionDepth, kMaxExpressionNodes));
+  return std::make_shared<const Node>(std::move(n));
+}
 
 // Rank of a value expression: scalars (constants, amax_var) have rank 0 and broadcast.
 int joint_rank(const char* what, const Expr& a, const Expr& b) {
@@ -55,6 +71,15 @@ void check_axis(const char* what, const Expr& x, int axis) {
   if (axis < 0 || axis >= x.rank())
     throw UsageError(fmt::format("{}: axis {} is out of range for a value of rank {} (axes 0..{})", what, axis,
                                  x.rank(), x.rank() - 1));
+}
+
+void check_block_size(const std::string& where, int64_t size) {
+  if (size < 1 || !std::has_single_bit(uint64_t(size)))
+    throw UsageError(fmt::format("{}: block size {} is not a power of two", where, size));
+  if (size > kMaxBlockSize)
+    throw UsageError(fmt::format("{}: block size {} exceeds the limit {} (a block longer than its axis is one block "
+                                 "of the whole axis; give at most {})",
+                                 where, size, limit_text(kMaxBlockSize), limit_text(kMaxBlockSize)));
 }
 
 // The name of the (first) input under a value, for messages.
@@ -152,8 +177,7 @@ Expr amax_var() {
 Blocks blocks(Expr x, int axis, int64_t size) {
   const std::string where = fmt::format("blocks({}, axis={}, size={})", value_name(x.node()), axis, size);
   check_axis(where.c_str(), x, axis);
-  if (size < 1 || !std::has_single_bit(uint64_t(size)))
-    throw UsageError(fmt::format("{}: block size {} is not a power of two", where, size));
+  check_block_size(where, size);
   Node n;
   n.op = Op::blocks;
   n.rank = x.rank();
@@ -169,9 +193,7 @@ Blocks blocks(Expr x, std::array<int, 2> axes, std::array<int64_t, 2> sizes) {
   check_axis(where.c_str(), x, axes[0]);
   check_axis(where.c_str(), x, axes[1]);
   if (axes[0] == axes[1]) throw UsageError(fmt::format("{}: the two block axes must differ", where));
-  for (int64_t s : sizes)
-    if (s < 1 || !std::has_single_bit(uint64_t(s)))
-      throw UsageError(fmt::format("{}: block size {} is not a power of two", where, s));
+  for (int64_t s : sizes) check_block_size(where, s);
   Node n;
   n.op = Op::blocks;
   n.rank = x.rank();
@@ -322,8 +344,7 @@ Expr dequantize(std::string codes, std::string scales, ElemFormat elem, ScaleFor
   check_rank("dequantize", codes, r.value);
   if (axis < 0 || axis >= r.value)
     throw UsageError(fmt::format("dequantize('{}'): block axis {} is out of range for rank {}", codes, axis, r.value));
-  if (block < 1 || !std::has_single_bit(uint64_t(block)))
-    throw UsageError(fmt::format("dequantize('{}'): block size {} is not a power of two", codes, block));
+  check_block_size(fmt::format("dequantize('{}')", codes), block);
   if (elem.packed() && block % 2)
     throw UsageError(fmt::format("dequantize('{}'): FP4 codes pack two per byte; the block size must be even", codes));
   Node c;

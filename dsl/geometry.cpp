@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 
@@ -33,7 +34,12 @@ OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int
     auto [row, col] = blocked_axes(block_of(o.node), p.rank());
     g.row_axis = row;
     g.col_axis = col;
-    int64_t n = o.layout.storage_size(g.logical_shape, row, col, groups);
+    int64_t n = 0;
+    try {
+      n = o.layout.storage_size(g.logical_shape, row, col, groups);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("output '{}': {}", o.name, e.what()));
+    }
     g.view_shape = {n};
     g.view_strides = {1};
     g.storage_bytes = n * elem_bytes;
@@ -48,9 +54,7 @@ OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int
     g.view_shape[g.packed_axis] /= 2;
   }
   g.view_strides = o.layout.strides(g.view_shape);
-  int64_t n = 1;
-  for (int64_t e : g.view_shape) n *= e;
-  g.storage_bytes = n * elem_bytes;
+  g.storage_bytes = checked_element_count(fmt::format("output '{}'", o.name), g.view_shape) * elem_bytes;
   return g;
 }
 
@@ -63,7 +67,7 @@ std::vector<int64_t> scale_group_ends(const std::string& name, std::span<const i
       throw UsageError(fmt::format("offsets '{}': group end [{}] = {} is neither a multiple of the block size {} "
                                    "nor the extent {}; a block of the grouped axis would straddle two groups",
                                    name, g, e, block, extent));
-    out[g] = (e + block - 1) / block;
+    out[g] = ceil_div(e, block);
   }
   return out;
 }

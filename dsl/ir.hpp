@@ -110,6 +110,8 @@ struct Node {
   bool flush_subnormals = false;  ///< quantize: FP32 subnormal inputs become +-0 first
   bool store_multiplier = false;  ///< FP32 scale: stores the multiplier r, not 1 / r (F32ScaleOptions)
   bool pow2 = false;              ///< FP32 scale: r rounded down to a power of two
+  int depth = 1;                  ///< nesting depth of the expression under this node (filled by the builder)
+  int64_t tree_nodes = 1;         ///< nodes under this one, a shared subexpression counted at every use
 };
 
 /// Canonical one-line text of a node and everything under it (used for printing and hashing).

@@ -8,6 +8,7 @@
 
 #include "dsl/dsl.hpp"
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 
@@ -126,17 +127,32 @@ int64_t group_of(std::span<const int64_t> ends, int64_t i) {
 }  // namespace
 
 int64_t Layout::storage_size(std::span<const int64_t> shape, int row_axis, int col_axis, int64_t groups) const {
+  // Zero-aware and checked: a zero factor makes the storage empty whatever the other extents.
+  bool zero = false, over = false;
   int64_t n = 1;
-  if (kind_ == Kind::permuted) {
-    for (int64_t e : shape) n *= e;
-    return n;
-  }
+  const auto take = [&](std::optional<int64_t> f) {
+    if (f && *f == 0) zero = true;
+    if (!f) over = true;
+    if (zero || over) return;
+    const std::optional<int64_t> p = checked_mul(n, *f);
+    if (!p || *p > kMaxElements) over = true;
+    else n = *p;
+  };
+  const auto padded = [&](int64_t extent, int64_t atom, bool grouped) -> std::optional<int64_t> {
+    const std::optional<int64_t> r = checked_round_up(extent, atom);
+    const std::optional<int64_t> g = checked_mul(atom, grouped ? groups : 0);
+    return r && g ? checked_add(*r, *g) : std::nullopt;
+  };
   for (int a = 0; a < int(shape.size()); ++a) {
     const bool grouped = is_grouped() && a == group_axis_;
-    if (a == row_axis) n *= round_up(shape[a], atom_rows_) + (grouped ? atom_rows_ * groups : 0);
-    else if (a == col_axis) n *= round_up(shape[a], atom_cols_) + (grouped ? atom_cols_ * groups : 0);
-    else n *= shape[a];
+    if (kind_ == Kind::blocked && a == row_axis) take(padded(shape[a], atom_rows_, grouped));
+    else if (kind_ == Kind::blocked && a == col_axis) take(padded(shape[a], atom_cols_, grouped));
+    else take(shape[a]);
   }
+  if (zero) return 0;
+  if (over)
+    throw UsageError(fmt::format("layout {}: the storage of extents [{}] holds more than {} elements, the limit of "
+                                 "one tensor", str(), fmt::join(shape, ","), limit_text(kMaxElements)));
   return n;
 }
 
@@ -144,10 +160,11 @@ std::vector<int64_t> Layout::strides(std::span<const int64_t> shape) const {
   int rank = int(shape.size());
   std::vector<int64_t> s(rank, 1);
   std::vector<int> o = order(rank);
-  int64_t acc = 1;
+  // Past INT64_MAX (only for an empty tensor, which holds no element) strides are given as 0.
+  std::optional<int64_t> acc = 1;
   for (int i = rank - 1; i >= 0; --i) {
-    s[o[i]] = acc;
-    acc *= shape[o[i]];
+    s[o[i]] = acc.value_or(0);
+    if (acc) acc = checked_mul(*acc, shape[o[i]]);
   }
   return s;
 }

@@ -4,13 +4,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 namespace {
-
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /// Fill colour of storage offset `off` of `storage`: blue (first) to red (last).
 std::string colour(int64_t off, int64_t storage) {
@@ -73,11 +73,21 @@ Scene resolve(const Layout& l, std::span<const int64_t> shape_in, const DrawOpti
                                  "rank-{} shape", s.ra, s.ca, rank));
   for (int a = 0; a < rank; ++a)
     if (a != s.ra && a != s.ca) s.batch_axes.push_back(a);
+  if (o.cell < 8 || o.cell > 256) throw UsageError(fmt::format("draw_svg: cell size {} must be 8..256 pixels", o.cell));
+  // Every count is checked: a drawing past max_cells (or past INT64_MAX) is refused before a cell is drawn.
+  const auto too_big = [&] {
+    return UsageError(fmt::format("draw_svg: {} of [{}] needs more than max_cells {} cells; draw a smaller shape",
+                                  l.str(), fmt::join(s.shape, ","), o.max_cells));
+  };
+  const auto count = [&](std::optional<int64_t> v) {
+    if (!v || *v > o.max_cells) throw too_big();
+    return *v;
+  };
   s.rows = s.ra >= 0 ? s.shape[size_t(s.ra)] : 1;
   s.cols = s.shape[size_t(s.ca)];
-  for (int a : s.batch_axes) s.panels *= s.shape[size_t(a)];
-  s.grid_rows = s.rows;
-  s.grid_cols = s.cols;
+  for (int a : s.batch_axes) s.panels = count(checked_mul(s.panels, s.shape[size_t(a)]));
+  s.grid_rows = count(s.rows);
+  s.grid_cols = count(s.cols);
   if (l.is_grouped()) {
     if (l.group_axis() != s.ra && l.group_axis() != s.ca)
       throw UsageError(fmt::format("draw_svg: {} groups axis {}, which is neither the rows axis {} nor the columns "
@@ -90,21 +100,26 @@ Scene resolve(const Layout& l, std::span<const int64_t> shape_in, const DrawOpti
       if (s.ends[g] < prev || s.ends[g] > extent)
         throw UsageError(fmt::format("draw_svg: group end [{}] = {} must be >= the previous end {} and <= {}", g,
                                      s.ends[g], prev, extent));
-      padded += round_up(s.ends[g] - prev, by_rows ? l.atom_rows() : l.atom_cols());
+      padded = count(checked_add(padded, count(checked_round_up(s.ends[g] - prev, by_rows ? l.atom_rows() : l.atom_cols()))));
       prev = s.ends[g];
     }
-    s.storage = by_rows ? padded * round_up(s.cols, l.atom_cols()) : padded * round_up(s.rows, l.atom_rows());
-  } else if (l.is_blocked()) {
-    s.grid_rows = round_up(s.rows, l.atom_rows());
-    s.grid_cols = round_up(s.cols, l.atom_cols());
-    s.storage = l.storage_size(s.shape, s.ra, s.ca);
+    s.storage = count(checked_mul(padded, count(by_rows ? checked_round_up(s.cols, l.atom_cols())
+                                                        : checked_round_up(s.rows, l.atom_rows()))));
   } else {
-    s.storage = l.storage_size(s.shape);
+    if (l.is_blocked()) {
+      s.grid_rows = count(checked_round_up(s.rows, l.atom_rows()));
+      s.grid_cols = count(checked_round_up(s.cols, l.atom_cols()));
+    }
+    try {
+      s.storage = count(l.is_blocked() ? l.storage_size(s.shape, s.ra, s.ca) : l.storage_size(s.shape));
+    } catch (const UsageError&) {
+      throw too_big();  // past the element limit of a tensor
+    }
   }
-  const int64_t cells = s.panels * s.grid_rows * s.grid_cols + (o.storage_strip ? s.storage : 0);
-  if (cells > o.max_cells)
-    throw UsageError(fmt::format("draw_svg: {} of [{}] needs {} cells, more than max_cells {}; draw a smaller shape",
-                                 l.str(), fmt::join(s.shape, ","), cells, o.max_cells));
+  std::optional<int64_t> cells = checked_mul(s.panels, s.grid_rows);
+  if (cells) cells = checked_mul(*cells, s.grid_cols);
+  if (cells && o.storage_strip) cells = checked_add(*cells, s.storage);
+  count(cells);
   return s;
 }
 
@@ -112,7 +127,7 @@ Scene resolve(const Layout& l, std::span<const int64_t> shape_in, const DrawOpti
 
 std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const DrawOptions& o) {
   const Scene s = resolve(layout, shape, o);
-  const int cs = std::max(o.cell, 8);
+  const int cs = o.cell;
   const double font = s.storage > 9999 ? cs * 0.27 : cs * 0.36;
   const int margin = 20, label = cs + 6, head = 64, panel_gap = cs;
   // The strip: one line is a 16-byte line of a 128x4 atom, one 8x4 atom (32 bytes), or one

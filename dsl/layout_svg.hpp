@@ -28,14 +28,15 @@ struct DrawOptions {
   int rows_axis = -1;                ///< axis drawn downwards (-1: rank-2, or none at rank 1)
   int cols_axis = -1;                ///< axis drawn across (-1: rank-1)
   std::vector<int64_t> group_ends;   ///< grouped layouts: group ends in scale units (default: one group)
-  int cell = 30;                     ///< cell size in pixels
+  int cell = 30;                     ///< cell size in pixels (8..256)
   bool storage_strip = true;         ///< also draw the storage order as a strip
   std::string title;                 ///< first title line (default: layout and shape)
   int64_t max_cells = 1 << 16;       ///< refuse bigger drawings (grid plus strip cells)
 };
 
 /// The SVG text of `layout` over a tensor of `shape`. Throws UsageError when the layout does not
-/// fit the shape (rank), an axis is out of range or equal, or the drawing exceeds max_cells.
+/// fit the shape (rank), an axis is out of range or equal, the cell size is out of range, or the
+/// drawing exceeds max_cells (every count checked, so huge extents never overflow).
 std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const DrawOptions& options = {});
 
 }  // namespace mxjit

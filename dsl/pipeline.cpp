@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 
@@ -128,7 +129,7 @@ std::vector<int64_t> scale_shape(const BlockSpec& spec, const std::vector<int64_
   std::vector<int64_t> s = shape;
   for (size_t i = 0; i < spec.axes.size(); ++i) {
     int a = spec.axes[i];
-    s[a] = spec.jagged() ? groups : (shape[a] + spec.sizes[i] - 1) / spec.sizes[i];
+    s[a] = spec.jagged() ? groups : ceil_div(shape[a], spec.sizes[i]);
   }
   return s;
 }
@@ -143,6 +144,9 @@ std::pair<int, int> blocked_axes(const BlockSpec& spec, int rank) {
 
 Pipeline pipeline(std::vector<Output> outputs) {
   if (outputs.empty()) throw UsageError("pipeline: needs at least one output");
+  if (outputs.size() > size_t(kMaxOutputs))
+    throw UsageError(fmt::format("pipeline: {} outputs; a pipeline has at most {} (split the casts over several "
+                                 "pipelines)", outputs.size(), kMaxOutputs));
   Collector c;
   std::set<std::string> names;
   for (const Output& o : outputs) {

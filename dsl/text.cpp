@@ -10,11 +10,19 @@
 #include <vector>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 namespace {
 
 constexpr size_t kNowhere = std::string_view::npos;
+
+/// `c` as printed in a message: control characters (and DEL) as \xNN, so that a hostile spec
+/// cannot move the terminal's cursor or colour its output (as the .npy reader's messages).
+std::string printable(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f ? fmt::format("\\x{:02x}", u) : std::string(1, c);
+}
 
 /// Throws UsageError "spec:LINE:COL: msg" plus the source line and a caret under byte `at`.
 [[noreturn]] void fail_at(std::string_view src, size_t at, const std::string& msg) {
@@ -23,10 +31,14 @@ constexpr size_t kNowhere = std::string_view::npos;
   size_t line_end = src.find('\n', at);
   if (line_end == kNowhere) line_end = src.size();
   const size_t line = size_t(std::count(src.begin(), src.begin() + ptrdiff_t(line_start), '\n')) + 1;
-  const std::string_view text = src.substr(line_start, line_end - line_start);
-  std::string pad;
-  for (size_t i = line_start; i < at; ++i) pad += src[i] == '\t' ? '\t' : ' ';
-  throw UsageError(fmt::format("spec:{}:{}: {}\n  {}\n  {}^", line, at - line_start + 1, msg, text, pad));
+  std::string text, pad, what;
+  for (size_t i = line_start; i < line_end; ++i) {
+    const std::string shown = src[i] == '\t' ? std::string("\t") : printable(src[i]);
+    text += shown;
+    if (i < at) pad += src[i] == '\t' ? std::string("\t") : std::string(shown.size(), ' ');
+  }
+  for (char c : msg) what += printable(c);
+  throw UsageError(fmt::format("spec:{}:{}: {}\n  {}\n  {}^", line, at - line_start + 1, what, text, pad));
 }
 
 /// One whitespace-separated token; `at` is its byte offset in the source.
@@ -306,6 +318,9 @@ class Parser {
       const std::string_view after = casts_.empty() ? "'->'" : "';'";
       if (pos_ == toks_.size()) fail(end_at(), fmt::format("expected a recipe after {} ({})", after, kRecipeList));
       const Token& t = toks_[pos_];
+      if (casts_.size() == size_t(kMaxOutputs / 2))
+        fail(t.at, fmt::format("a spec has at most {} casts (a pipeline has at most {} outputs); split it",
+                               kMaxOutputs / 2, kMaxOutputs));
       CastSpec c;
       for (const Recipe& r : kRecipes)
         if (r.name == t.text) c.recipe = &r;

@@ -1,10 +1,13 @@
 #include "runtime/bindings.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit::detail {
 namespace {
@@ -38,6 +41,7 @@ void check_common(const Arg& arg, const TensorView& v, DType dtype, size_t rank,
   if (v.device != device)
     throw UsageError(fmt::format("{}: is on {} but this launch runs on {}", what(), device_name(v.device),
                                  device_name(device)));
+  check_view_size(what(), v);
   if (v.numel() > 0 && v.data == nullptr) throw UsageError(fmt::format("{}: data pointer is null", what()));
   if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(dtype) != 0)
     throw UsageError(fmt::format("{}: data pointer is not aligned to its {}-byte element", what(), dtype_size(dtype)));
@@ -62,13 +66,40 @@ bool codes_packed(const Pipeline& p, const std::string& codes) {
   return false;
 }
 
+// Bytes `v` can touch from its base, or nullopt where that count overflows int64.
+std::optional<int64_t> checked_span_bytes(const TensorView& v) {
+  for (int64_t e : v.shape)
+    if (e == 0) return 0;
+  std::optional<int64_t> last = 0;
+  for (size_t a = 0; a < v.shape.size() && last; ++a) {
+    const std::optional<int64_t> step = checked_mul(v.shape[a] - 1, v.strides[a]);
+    last = step ? checked_add(*last, *step) : std::nullopt;
+  }
+  if (last) last = checked_add(*last, 1);
+  if (last) last = checked_mul(*last, int64_t(dtype_size(v.dtype)));
+  return last;
+}
+
+[[noreturn]] void throw_past_address_space(const std::string& what, const TensorView& v) {
+  throw UsageError(fmt::format("{}: extents [{}] with strides [{}] reach past the end of the address space", what,
+                               fmt::join(v.shape, ","), fmt::join(v.strides, ",")));
+}
+
 }  // namespace
 
 int64_t span_bytes(const TensorView& v) {
-  if (v.numel() == 0) return 0;
-  int64_t last = 0;
-  for (size_t a = 0; a < v.shape.size(); ++a) last += (v.shape[a] - 1) * v.strides[a];
-  return (last + 1) * int64_t(dtype_size(v.dtype));
+  const std::optional<int64_t> bytes = checked_span_bytes(v);
+  if (!bytes) throw_past_address_space("view", v);
+  return *bytes;
+}
+
+void check_view_size(const std::string& what, const TensorView& v) {
+  checked_element_count(what, v.shape);
+  if (v.numel() == 0) return;
+  // The last byte a view addresses must be representable, or the offsets computed from its
+  // strides would wrap.
+  const std::optional<int64_t> last = checked_span_bytes(v);
+  if (!last || uint64_t(*last) > UINTPTR_MAX - reinterpret_cast<uintptr_t>(v.data)) throw_past_address_space(what, v);
 }
 
 Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs,

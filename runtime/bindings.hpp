@@ -1,6 +1,7 @@
 #pragma once
 /// \file Launch-time checks (shared by the CPU reference and the GPU launcher) of bound tensors against a pipeline, and the stride class they imply.
 #include <span>
+#include <string>
 #include <vector>
 
 #include "dsl/geometry.hpp"
@@ -21,8 +22,12 @@ struct Binding {
   bool empty = false;                  ///< some extent is 0: nothing to launch
 };
 
-/// Bytes a view can touch from its base (0 for an empty view; strides checked positive).
+/// Bytes a view can touch from its base (0 for an empty view; strides checked positive); UsageError
+/// where that count overflows int64 (check_view_size refuses such views first).
 int64_t span_bytes(const TensorView& v);
+/// Checks that view `v` holds at most kMaxElements elements (dsl/limits.hpp) and that its strides
+/// address no byte past the end of the address space; UsageError naming `what` otherwise.
+void check_view_size(const std::string& what, const TensorView& v);
 
 /// Checks `inputs`/`outputs` against `p` (device `device`: cpu or cuda) and throws UsageError
 /// naming the argument and the rule broken.

@@ -231,6 +231,13 @@ PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<con
     unloaded = state_->plan_only(sc, cls);
     parts.plan = &unloaded;
   }
+  // An empty domain has nothing to compute but the scales of jagged groups over an empty axis
+  // (each an empty, zero block): launch only when the kernel has bytes of its own to write.
+  const std::vector<int>& zeroed = parts.plan->zero_outputs;
+  bool work = !b.empty;
+  for (size_t o = 0; o < b.outputs.size() && !work; ++o)
+    work = b.outputs[o].storage_bytes > 0 && std::find(zeroed.begin(), zeroed.end(), int(o)) == zeroed.end();
+  b.empty = !work;  // from here: nothing to launch
   if (!b.empty) {
     for (size_t o = 0; o < b.outputs.size(); ++o)
       if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))

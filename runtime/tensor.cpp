@@ -2,10 +2,14 @@
 
 #include <dlpack/dlpack.h>
 
+#include <limits>
+#include <optional>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit {
 
@@ -13,10 +17,11 @@ namespace {
 
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size());
-  int64_t s = 1;
+  // Strides past INT64_MAX (an empty tensor with huge other extents: no element to address) are 0.
+  std::optional<int64_t> s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    strides[i] = s.value_or(0);
+    if (s) s = checked_mul(*s, shape[i] > 0 ? shape[i] : 1);
   }
   return strides;
 }
@@ -67,8 +72,10 @@ DType dlpack_dtype(DLDataType t) {
 }  // namespace
 
 int64_t TensorView::numel() const {
+  for (int64_t e : shape)
+    if (e <= 0) return 0;
   int64_t n = 1;
-  for (int64_t e : shape) n *= e;
+  for (int64_t e : shape) n = checked_mul(n, e).value_or(std::numeric_limits<int64_t>::max());
   return n;
 }
 
@@ -77,7 +84,7 @@ bool TensorView::is_contiguous() const {
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 0) return true;
     if (shape[i] != 1 && strides[i] != expect) return false;
-    expect *= shape[i];
+    expect = checked_mul(expect, shape[i]).value_or(std::numeric_limits<int64_t>::max());
   }
   return true;
 }

@@ -24,7 +24,7 @@ struct TensorView {
 
   /// Number of dimensions.
   int rank() const { return static_cast<int>(shape.size()); }
-  /// Number of elements (1 for rank 0).
+  /// Number of elements (1 for rank 0; 0 when an extent is 0 or negative, INT64_MAX past it).
   int64_t numel() const;
   /// True when the strides are row-major contiguous (dimensions of extent 1 may have any stride).
   bool is_contiguous() const;

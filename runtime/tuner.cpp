@@ -1,13 +1,13 @@
 #include "runtime/tuner.hpp"
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 #include "runtime/compile.hpp"
 
 namespace mxjit::detail {
 
 std::string shape_class(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
+  const int64_t n = element_count(shape).value_or(kMaxElements);
   return n < (int64_t(1) << 20) ? "s" : (n < (int64_t(1) << 26) ? "m" : "l");
 }
 

@@ -25,12 +25,14 @@ MX_D mx_u32 mx_scale_floor(mx_u32 a, int emax) {
 // CEIL: ceil(log2(amax)) - floor(log2(max_normal)).
 MX_D mx_u32 mx_scale_ceil(mx_u32 a, int max_log2) { return mx_clamp_biased(mx_ceil_log2_bits(a) - max_log2); }
 // EVEN: RNE-round away the low (23 - mbits) bits of the pattern (carry may bump the exponent),
-// then FLOOR.
+// then FLOOR. A tie goes to the even significand: its last kept bit, or with mbits 0 its integer
+// bit (1 for a normal: the tie rounds up; 0 for a subnormal), not the exponent's last bit.
 MX_D mx_u32 mx_scale_even(mx_u32 a, int mbits, int emax) {
   int sh = 23 - mbits;
   mx_u32 low = a & ((1u << sh) - 1u), half = 1u << (sh - 1);
   mx_u32 r = a >> sh;
-  if (low > half || (low == half && (r & 1u))) r += 1u;
+  const mx_u32 odd = mbits > 0 ? (r & 1u) : mx_u32(r != 0u);
+  if (low > half || (low == half && odd)) r += 1u;
   return mx_clamp_biased(mx_floor_log2_bits(r << sh) - emax);
 }
 // RCEIL: round amax * (1/max_normal) up to a power of two (cvt.rp.satfinite.ue8m0x2.f32).

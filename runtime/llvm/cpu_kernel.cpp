@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <fmt/format.h>
 #include <map>
 #include <mutex>
 
 #include "dsl/errors.hpp"
 #include "dsl/geometry.hpp"
+#include "dsl/limits.hpp"
 #include "runtime/bindings.hpp"
 #include "runtime/llvm/cpu_backend.hpp"
 #include "runtime/llvm/jit_engine.hpp"
@@ -147,20 +149,22 @@ void CpuKernel::operator()(std::span<const TensorView> in, std::span<const Tenso
     if (p.outputs()[size_t(o)].layout.is_blocked() && g.storage_bytes > 0)
       std::memset(out[size_t(o)].data, 0, size_t(g.storage_bytes));  // padding is zero
   }
-  int64_t acc = 1;
+  int64_t acc = 1;  // saturates only for an empty domain, which runs no tile
   for (int a = rank - 1; a >= 0; --a) {
     P[size_t(plan.p_shape(a))] = shape[size_t(a)];
     P[size_t(plan.p_dom_stride(a))] = acc;
-    acc *= shape[size_t(a)];
+    acc = checked_mul(acc, shape[size_t(a)]).value_or(std::numeric_limits<int64_t>::max());
   }
   P[size_t(plan.p_slots())] = int64_t(reinterpret_cast<uintptr_t>(slots.data()));
 
-  // Tiles: batch index x row range x column tile (columns fastest).
-  const std::vector<RowRange> rows = row_ranges(plan, shape, ends);
+  // Tiles: batch index x row range x column tile (columns fastest). An empty domain has none,
+  // whatever its other extents (only jagged groups over an empty axis: their zero-block scales).
   const int64_t extent_c = plan.ax_c >= 0 ? shape[size_t(plan.ax_c)] : 1;
-  const int64_t tiles_c = (extent_c + plan.tile_c - 1) / plan.tile_c;
-  int64_t batches = 1;
-  for (int a : plan.batch_axes) batches *= shape[size_t(a)];
+  const int64_t tiles_c = ceil_div(extent_c, plan.tile_c);
+  std::vector<int64_t> batch_extents;
+  for (int a : plan.batch_axes) batch_extents.push_back(shape[size_t(a)]);
+  const int64_t batches = reference::product(batch_extents);
+  const std::vector<RowRange> rows = tiles_c == 0 || batches == 0 ? std::vector<RowRange>{} : row_ranges(plan, shape, ends);
   const int64_t items = batches * int64_t(rows.size()) * tiles_c;
   int64_t cap = 1;
   for (const RowRange& r : rows) cap = std::max(cap, r.end - r.start);

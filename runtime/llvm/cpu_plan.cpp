@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit::cpu::detail {
 namespace {
@@ -161,10 +162,17 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
   }
   bool transposed = false;
   for (int a : output_inner_axes(p)) transposed = transposed || (a == plan.ax_r && a >= 0);
-  if (plan.ax_c < 0) plan.tile_c = 1;
-  else plan.tile_c = int(std::max<int64_t>(bc, plan.ax_r < 0 ? 4096 : (jagged_axis >= 0 ? 64 : (transposed || br > 1 ? 512 : 1024))));
-  if (plan.ax_r < 0) plan.tile_r = 1;
-  else plan.tile_r = int(std::max<int64_t>(br, jagged_axis >= 0 ? 64 : (transposed ? 32 : 4)));
+  // A tile holds whole blocks: blocks past kMaxTileValues are refused here (whatever the extents:
+  // the reference runs them), and the default extents shrink so that a tile never exceeds it.
+  if (br > kMaxTileValues || bc > kMaxTileValues / br)
+    throw UsageError(fmt::format("CPU backend: blocks of {}x{} elements (rows x columns of the tile) exceed its tile "
+                                 "of {} values", br, bc, limit_text(kMaxTileValues)));
+  int64_t tc = plan.ax_c < 0 ? 1 : std::max<int64_t>(bc, plan.ax_r < 0 ? 4096 : (jagged_axis >= 0 ? 64 : (transposed || br > 1 ? 512 : 1024)));
+  int64_t tr = plan.ax_r < 0 ? 1 : std::max<int64_t>(br, jagged_axis >= 0 ? 64 : (transposed ? 32 : 4));
+  while (tr * tc > kMaxTileValues && tr > br) tr /= 2;  // powers of two: still whole blocks
+  while (tr * tc > kMaxTileValues && tc > bc) tc /= 2;
+  plan.tile_c = int(tc);
+  plan.tile_r = int(tr);
 
   // FP4 codes pack pairs along the innermost stored axis, which must be a tile axis.
   for (const Output& o : p.outputs()) {

@@ -31,6 +31,9 @@ struct ScaleInstance {
   int tamax_slot = -1;  ///< NVFP4: the slot of its tensor amax (pre-pass)
 };
 
+/// Most values one tile holds (tile_r x tile_c): 2^22, 16 MiB of FP32 per value tile and worker.
+inline constexpr int64_t kMaxTileValues = int64_t(1) << 22;
+
 /// How the CPU kernel covers the domain and where its parameters live.
 struct CpuPlan {
   int rank = 0;

@@ -248,8 +248,10 @@ llvm::Value* Ir::e8m0_rule(int rule, const ElemFormat& elem, llvm::Value* m) {
       llvm::Value* low = b.CreateAnd(m, c32((1u << sh) - 1u));
       const uint32_t half = 1u << (sh - 1);
       llvm::Value* r = b.CreateLShr(m, uint64_t(sh));
-      llvm::Value* up = b.CreateOr(b.CreateICmpUGT(low, c32(half)),
-                                   b.CreateAnd(b.CreateICmpEQ(low, c32(half)), b.CreateICmpNE(b.CreateAnd(r, c32(1)), c32(0))));
+      // A tie goes to the even significand: its last kept bit, or with mbits 0 its integer bit
+      // (set for every normal), not the exponent's last bit (mx_scale_even).
+      llvm::Value* odd = elem.mbits > 0 ? b.CreateICmpNE(b.CreateAnd(r, c32(1)), c32(0)) : b.CreateICmpNE(r, c32(0));
+      llvm::Value* up = b.CreateOr(b.CreateICmpUGT(low, c32(half)), b.CreateAnd(b.CreateICmpEQ(low, c32(half)), odd));
       r = b.CreateShl(b.CreateAdd(r, b.CreateZExt(up, i32)), uint64_t(sh));
       return b.CreateSelect(b.CreateICmpEQ(r, c32(0)), c32(0),
                             clamp_biased(b.CreateSub(floor_log2_bits(r), c32(uint32_t(elem.emax())))));

@@ -1,26 +1,31 @@
 #include "runtime/reference/blocking.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 #include "dsl/pipeline.hpp"
 
 namespace mxjit::reference {
 
 std::vector<int64_t> row_major_strides(std::span<const int64_t> shape) {
   std::vector<int64_t> s(shape.size());
-  int64_t acc = 1;
+  std::optional<int64_t> acc = 1;  // past INT64_MAX (an empty tensor only): 0
   for (size_t i = shape.size(); i-- > 0;) {
-    s[i] = acc;
-    acc *= shape[i];
+    s[i] = acc.value_or(0);
+    if (acc) acc = checked_mul(*acc, shape[i]);
   }
   return s;
 }
 
 int64_t product(std::span<const int64_t> shape) {
+  for (int64_t e : shape)
+    if (e == 0) return 0;  // an empty tensor, however large its other extents
   int64_t n = 1;
-  for (int64_t e : shape) n *= e;
+  for (int64_t e : shape) n = checked_mul(n, e).value_or(std::numeric_limits<int64_t>::max());
   return n;
 }
 
@@ -44,8 +49,9 @@ BlockPartition partition(const BlockSpec& spec, std::span<const int64_t> domain,
   const std::vector<int64_t> shape(domain.begin(), domain.end());
   bp.scale_shape = scale_shape(spec, shape, int64_t(ends.size()));
   bp.num_blocks = product(bp.scale_shape);
+  const int64_t n = product(domain);
+  if (n == 0) return bp;  // no element belongs to a block (the scales of empty groups are zero blocks)
   const std::vector<int64_t> sstride = row_major_strides(bp.scale_shape);
-
   // Per axis, the scale coordinate of each position along it (-1: in no group).
   std::vector<std::vector<int64_t>> coord(rank);
   for (int a = 0; a < rank; ++a) {
@@ -63,7 +69,6 @@ BlockPartition partition(const BlockSpec& spec, std::span<const int64_t> domain,
     }
   }
 
-  const int64_t n = product(domain);
   bp.block_of.resize(size_t(n));
   std::vector<int64_t> idx(rank, 0);
   for (int64_t lin = 0; lin < n; ++lin) {

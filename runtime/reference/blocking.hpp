@@ -13,7 +13,7 @@ namespace mxjit::reference {
 /// Row-major strides of `shape` (in elements).
 std::vector<int64_t> row_major_strides(std::span<const int64_t> shape);
 
-/// Product of the extents.
+/// Product of the extents: 0 when one is 0, whatever the others.
 int64_t product(std::span<const int64_t> shape);
 
 /// The blocks of one BlockSpec over one domain.

@@ -10,6 +10,7 @@
 
 #include "dsl/errors.hpp"
 #include "dsl/geometry.hpp"
+#include "runtime/bindings.hpp"
 #include "runtime/reference/blocking.hpp"
 #include "runtime/reference/numerics.hpp"
 #include "runtime/reference/quantize.hpp"
@@ -39,6 +40,7 @@ void check_view(const std::string& what, const TensorView& v, DType dtype, int r
                                    v.strides[a], a));
   }
   if (v.data == nullptr && v.numel() > 0) throw UsageError(fmt::format("{}: data is null", what));
+  detail::check_view_size(what, v);
 }
 
 void check_extents(const std::string& what, const TensorView& v, const std::vector<int64_t>& want) {
@@ -90,7 +92,7 @@ class Run {
     const OutputGeometry g = output_geometry(p_, int(index), domain_, groups);
     check_view(what, view, o.dtype, int(g.view_shape.size()));
     check_extents(what, view, g.view_shape);
-    for (size_t a = 0; a < g.view_shape.size(); ++a)
+    for (size_t a = 0; a < g.view_shape.size() && view.numel() > 0; ++a)
       if (g.view_shape[a] > 1 && view.strides[a] != g.view_strides[a])
         throw UsageError(fmt::format("{}: strides must be [{}] (layout {}), got [{}]", what,
                                      fmt::join(g.view_strides, ","), o.layout.str(), fmt::join(view.strides, ",")));
@@ -278,6 +280,8 @@ std::vector<int64_t> infer_domain(const Pipeline& p, std::span<const TensorView>
   throw UsageError("run: the domain's extents cannot be inferred; the pipeline needs a full-rank tensor input or "
                    "dequantize codes");
 }
+
+void check_inputs(const Pipeline& p, std::span<const TensorView> inputs) { Run checked(p, inputs); }
 
 void run(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   if (outputs.size() != p.outputs().size()) {

@@ -21,6 +21,12 @@ namespace mxjit::reference {
 /// dtype, rank, extents, strides, offsets).
 void run(const Pipeline& p, std::span<const TensorView> inputs, std::span<const TensorView> outputs);
 
+/// The checks run() makes of its inputs (count, device, dtypes, extents, strides, group ends
+/// non-decreasing and within their axis), without running: a backend that falls back to the
+/// reference for what it cannot lower calls it first, so that the user's mistakes are errors
+/// on every device, not a fallback. Throws UsageError as run() would.
+void check_inputs(const Pipeline& p, std::span<const TensorView> inputs);
+
 /// The domain extents run() infers from `inputs` (the full-rank inputs' shape, or a dequantize
 /// codes input's shape with the FP4 packed extent doubled). Throws UsageError when none fits.
 std::vector<int64_t> infer_domain(const Pipeline& p, std::span<const TensorView> inputs);

@@ -73,7 +73,10 @@ int e8m0_rule_exponent(ScaleRule rule, ElemFormat elem, float amax) {
       const double quantum = std::ldexp(1.0, E - elem.mbits);
       const double rounded = std::nearbyint(a / quantum) * quantum;  // FE_TONEAREST: ties to even
       if (rounded == 0) return INT_MIN;
-      return floor_log2(float(rounded)) - elem.emax();
+      // In double: a carry out of the largest binade gives 2^128, which FP32 would make +Inf.
+      int e;
+      std::frexp(rounded, &e);
+      return e - 1 - elem.emax();
     }
     case ScaleRule::custom:
       break;

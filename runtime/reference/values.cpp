@@ -122,7 +122,8 @@ std::vector<float> ValueEvaluator::evaluate(const NodePtr& np) {
   auto binary = [&](auto f) {
     const std::vector<float>& a = values(n.args[0]);
     const std::vector<float>& b = values(n.args[1]);
-    const size_t size = std::max(a.size(), b.size());
+    // A scalar (size 1) broadcasts; an empty domain's values are empty, whatever the scalar.
+    const size_t size = a.size() == 1 ? b.size() : b.size() == 1 ? a.size() : std::min(a.size(), b.size());
     std::vector<float> out(size);
     for (size_t i = 0; i < size; ++i) out[i] = f(a[a.size() == 1 ? 0 : i], b[b.size() == 1 ? 0 : i]);
     return out;

@@ -2,6 +2,7 @@
 // and errors for shapes that do not fit.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -72,4 +73,27 @@ TEST_CASE("draw_svg errors name the rule") {
   DrawOptions bad;
   bad.group_ends = {10, 5};
   CHECK_THROWS_AS(draw_svg(Layout::grouped_blocked_128x4("offs", 0), shape, bad), UsageError);
+}
+
+TEST_CASE("draw_svg on huge shapes is refused at once, never an overflowed size or a hang (issue 36)") {
+  const int64_t top = std::numeric_limits<int64_t>::max(), huge = int64_t(1) << 62;
+  // Once: (2^63-1)^2 overflowed the size check to a small number (a bogus SVG, exit 0), and
+  // (2^62, 4) passed it and drew until memory ran out.
+  for (const Layout& l : {Layout::blocked_128x4(), Layout::blocked_8x4(), Layout::row_major(), Layout::col_major()})
+    for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+             {top, top}, {huge, 4}, {4, huge}, {huge, huge, 2}, {3, huge, 0}, {1 << 20, 1 << 20}}) {
+      CAPTURE(l.str());
+      CAPTURE(shape[0]);
+      CAPTURE(shape[1]);
+      CHECK_THROWS_WITH_AS(draw_svg(l, shape), doctest::Contains("needs more than max_cells 65536 cells"), UsageError);
+    }
+  DrawOptions groups;
+  groups.group_ends = {huge, huge};
+  CHECK_THROWS_WITH_AS(draw_svg(Layout::grouped_blocked_128x4("offs", 0), std::vector<int64_t>{huge, 4}, groups),
+                       doctest::Contains("needs more than max_cells"), UsageError);
+  // An empty shape draws (no cell); the cell size is checked.
+  CHECK_NOTHROW(draw_svg(Layout::blocked_128x4(), std::vector<int64_t>{0, 4}));
+  for (int cell : {-5, 0, 7, 257})
+    CHECK_THROWS_WITH_AS(draw_svg(Layout::row_major(), std::vector<int64_t>{2, 2}, {.cell = cell}),
+                         doctest::Contains("must be 8..256 pixels"), UsageError);
 }

@@ -288,3 +288,25 @@ TEST_CASE("text: to_text of C++-built pipelines parses back to the same hash") {
         "blocks(1,2,16x16) q:perm(1,0,2) s:col_major ; fp8.e5m2 groups(1,offs) flush q:expert_col_major s:linear amax");
   CHECK(parse_pipeline(t).hash() == p.hash());
 }
+
+TEST_CASE("text: errors print control characters as \\xNN, the caret still under the column (issue 36)") {
+  std::string m;
+  try {
+    parse_pipeline("bf16[2] -> mxfp8.e4m3 \x1b[31mred\x07 rceil");
+  } catch (const UsageError& e) {
+    m = e.what();
+  }
+  CHECK(m == "spec:1:23: unknown option '\\x1b[31mred\\x07' (expected a rule (floor, rceil, ceil, even), a NaN policy "
+             "(nan_block, satfinite), an NVFP4 convention (te, torchao), blocks(axis,size), blocks(a0,a1,s0xs1), "
+             "groups(axis,offsets), sr(seed,offset), flush, q:<layout>, s:<layout>, ';' or a final amax)\n"
+             "  bf16[2] -> mxfp8.e4m3 \\x1b[31mred\\x07 rceil\n"
+             "                        ^");
+  try {
+    parse_pipeline("bf16[2] -> \x01\x02 mxfp8.e4m3");
+  } catch (const UsageError& e) {
+    m = e.what();
+  }
+  CHECK(m.find("unknown recipe '\\x01\\x02'") != std::string::npos);
+  CHECK(m.find("\n  bf16[2] -> \\x01\\x02 mxfp8.e4m3\n             ^") != std::string::npos);
+  for (char c : m) CHECK((static_cast<unsigned char>(c) >= 0x20 || c == '\n'));
+}

@@ -40,6 +40,19 @@ err() {
   else pass; fi
 }
 
+# fails DESC PATTERN CMD...: exit status 1 (a failure that is not the user's mistake), PATTERN
+# (grep -E) in stdout or stderr, and no crash.
+fails() {
+  local desc=$1 pattern=$2; shift 2
+  "$@" >"$work/out.txt" 2>"$work/err.txt"
+  local rc=$?
+  if [ "$rc" != 1 ]; then fail "$desc: exit $rc, expected 1: $*"; sed 's/^/  | /' "$work/err.txt"
+  elif ! grep -qE -- "$pattern" "$work/out.txt" "$work/err.txt"; then
+    fail "$desc: output lacks /$pattern/: $(cat "$work/out.txt" "$work/err.txt")"
+  elif grep -qiE "terminate|abort|segmentation|core dumped" "$work/err.txt"; then fail "$desc: crashed"
+  else pass; fi
+}
+
 # same DESC A B: the two files are byte-identical.
 same() {
   if cmp -s "$2" "$3"; then pass; else fail "$1: $2 and $3 differ"; fi
@@ -91,6 +104,10 @@ if [ "$mode" = gpu ]; then
   gpu_vs_cpu fp6_floor "$work/x_f32.npy" --elem e3m2 --block 16 --amax
   gpu_vs_cpu int8_2d "$work/x_c.npy" --elem int8 --block 32x32
   gpu_vs_cpu fp32_scales "$work/x_c.npy" --scale fp32 --elem e5m2
+  # blocks whose amax rounds past FLT_MAX under EVEN (issue 36), dim0 and dim1
+  "$testgen" fill "$work/bmax.npy" bf16 64,64 7f7f || fail "testgen fill"
+  gpu_vs_cpu even_fltmax "$work/bmax.npy" --rule even --elem e2m1
+  gpu_vs_cpu even_fltmax_dim1 "$work/bmax.npy" --rule even --block-axis 0 --elems-layout col_major
   gpu_vs_cpu expert "$work/x3.npy" --block-axis 1 --elems-layout expert_col_major
   gpu_vs_cpu two_casts "$work/x_c.npy" --spec \
     "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4 amax"
@@ -253,6 +270,154 @@ err "explore rounds" "--rounds: Value 0 not in range 1 to 100" 1 "$mxjit" explor
   --shape 64,64 --rounds 0
 err "no subcommand" "A subcommand is required" 1 "$mxjit"
 err "unknown subcommand" "unknown command 'cats' \\(commands: bench, cache, cast" 1 "$mxjit" cats
+
+# ---- hostile input (issue 36): never a crash, a hang or a wrong result ------------------------
+# bounded CMD...: at most 20 s and 4 GB of address space (a regression must not take the machine).
+bounded() { ( ulimit -v 4000000; exec timeout 20 "$@" ); }
+export MXJIT_CACHE_DIR="$work/cache_hostile"
+# 1. rank-1 casts through the direct kernel (blocks of 8 or more) generate and compile
+ok "rank 1 cubin sm_90a" bounded "$mxjit" compile --rank 1 --arch sm_90a --out "$work/r1.cubin"
+ok "rank 1 cubin sm_100a" bounded "$mxjit" compile --spec "f32[1] -> mxfp8.e4m3" --arch sm_100a --out "$work/r1b.cubin"
+# 2. blocks past the CPU backend's tile: the reference runs them (one notice), same bytes
+gen "$work/x64.npy" f32 64,64 c 36 adversarial
+for blk in 4294967296 2147483648x2; do
+  ok "block $blk on the reference" bounded "$mxjit" cast "$work/x64.npy" --block $blk --device reference --out-dir "$work/blk_ref"
+  ok "block $blk on --device cpu" bounded "$mxjit" cast "$work/x64.npy" --block $blk --device cpu --out-dir "$work/blk_cpu"
+  grep -q "^mxjit: note: CPU backend: blocks of .* exceed its tile of 2^22 values; running the CPU reference$" "$work/err.txt" \
+    && [ "$(wc -l <"$work/err.txt")" = 1 ] && pass || fail "block $blk: expected one notice: $(cat "$work/err.txt")"
+  same "block $blk: elems" "$work/blk_ref/elems.npy" "$work/blk_cpu/elems.npy"
+  same "block $blk: scales" "$work/blk_ref/scales.npy" "$work/blk_cpu/scales.npy"
+done
+# 3. a bf16 block of 0x7f7f rounds past FLT_MAX under EVEN: E4M3 byte 247, E2M1 253, INT8 254 (the
+#    reference once gave 118, 124, 126); the CPU backend gives the same bytes
+"$testgen" fill "$work/bmax.npy" bf16 4,64 7f7f || fail "testgen fill"
+for fe in e4m3:247 e2m1:253 int8:254; do
+  ok "even ${fe%:*} on the reference" "$mxjit" cast "$work/bmax.npy" --rule even --elem "${fe%:*}" --device reference \
+    --out-dir "$work/even_ref"
+  [ "$(tail -c 1 "$work/even_ref/scales.npy" | od -An -tu1 | tr -d ' ')" = "${fe#*:}" ] && pass \
+    || fail "even ${fe%:*}: scale byte $(tail -c 1 "$work/even_ref/scales.npy" | od -An -tu1), expected ${fe#*:}"
+  ok "even ${fe%:*} on --device cpu" "$mxjit" cast "$work/bmax.npy" --rule even --elem "${fe%:*}" --device cpu \
+    --out-dir "$work/even_cpu"
+  same "even ${fe%:*}: elems" "$work/even_ref/elems.npy" "$work/even_cpu/elems.npy"
+  same "even ${fe%:*}: scales" "$work/even_ref/scales.npy" "$work/even_cpu/scales.npy"
+done
+# 7. a block past 2^40 is refused when the pipeline is built; past a GPU tile, when it is generated
+err "block past 2^40" "block size 4611686018427387904 exceeds the limit 2\^40" 1 \
+  bounded "$mxjit" compile --block 4611686018427387904 --arch sm_90a --out "$work/k7.cubin"
+err "block past a GPU tile" "GPU generator: blocks of 1x1099511627776 elements .* do not fit one tile" 1 \
+  bounded "$mxjit" compile --block 1099511627776 --arch sm_90a --out "$work/k7.cubin"
+# 4. an empty tensor costs O(1), whatever its other extents; its outputs are empty .npy files
+for shape in 0,4611686018427387904,4611686018427387904 4611686018427387904,4611686018427387904,0 0,1000000000; do
+  gen "$work/empty.npy" f32 "$shape" c 1
+  for dev in cpu reference; do
+    ok "empty [$shape] on $dev" bounded "$mxjit" cast "$work/empty.npy" --device $dev --out-dir "$work/empty_$dev"
+  done
+  same "empty [$shape]: elems" "$work/empty_cpu/elems.npy" "$work/empty_reference/elems.npy"
+  same "empty [$shape]: scales" "$work/empty_cpu/scales.npy" "$work/empty_reference/scales.npy"
+done
+grep -q "elems.npy |u1\[0,1000000000\]" "$work/out.txt" && pass || fail "empty: $(cat "$work/out.txt")"
+# 6. the .npy reader checks the header before reading data, and reads only regular files
+err "/dev/zero" "cannot read '/dev/zero': it is not a regular file \(a device\)" 1 bounded "$mxjit" cast /dev/zero \
+  --out-dir "$work/o"
+mkfifo "$work/fifo.npy"
+err "a FIFO" "it is not a regular file \(a FIFO\)" 1 bounded "$mxjit" cast "$work/fifo.npy" --out-dir "$work/o"
+truncate -s 3G "$work/junk.npy"  # sparse: no disk blocks
+err "3 GB of junk" "junk.npy: not a \.npy file" 1 bounded "$mxjit" cast "$work/junk.npy" --out-dir "$work/o"
+cp "$work/x64.npy" "$work/long.npy" && truncate -s 3G "$work/long.npy"
+err "3 GB after a 64x64 header" "3221208960 unexpected bytes after the data of shape \(64, 64\)" 1 \
+  bounded "$mxjit" cast "$work/long.npy" --out-dir "$work/o"
+rm -f "$work/fifo.npy" "$work/junk.npy" "$work/long.npy"
+# 5. layout draw checks every count: huge shapes are refused at once, a bad --cell by name
+err "draw (2^63-1)^2" "needs more than max_cells 65536 cells" 1 bounded "$mxjit" layout draw --layout blocked128x4 \
+  --shape 9223372036854775807,9223372036854775807 --out "$work/l1.svg"
+[ ! -e "$work/l1.svg" ] && pass || fail "draw (2^63-1)^2 wrote an SVG"
+err "draw 2^62 x 4" "needs more than max_cells 65536 cells" 1 bounded "$mxjit" layout draw --layout blocked128x4 \
+  --shape 4611686018427387904,4 --out "$work/l2.svg"
+err "draw --cell -5" "--cell: Value -5 not in range 8 to 256" 1 "$mxjit" layout draw --layout blocked128x4 --shape 36,5 \
+  --cell -5 --out "$work/l3.svg"
+ok "draw 36x5" "$mxjit" layout draw --layout blocked128x4 --shape 36,5 --out "$work/l4.svg"
+# 11. messages: the user's bad group ends on --device cpu are an error (no fallback note first);
+# spec errors escape control characters; --spec "" is an error; a write that fails (here: past
+# the file size limit, as on a full disk) exits 1 and leaves no file and no partial output line
+"$testgen" offsets "$work/offs_bad.npy" 10,5,64 || fail "testgen offsets"
+err "bad group ends on --device cpu" "^mxjit: error: offsets 'offs': group end \[1\] = 5 is below the previous end 10" 1 \
+  "$mxjit" cast "$work/x.npy" --scale fp32 --groups "$work/offs_bad.npy" --device cpu --out-dir "$work/o"
+err "spec with control characters" "unknown option '\\\\x1b\[31mred'" 3 "$mxjit" cast "$work/x.npy" \
+  --spec "$(printf 'bf16[2] -> mxfp8.e4m3 \033[31mred')" --out-dir "$work/o"
+! grep -q "$(printf '\033')" "$work/err.txt" && pass || fail "spec with control characters: a raw ESC on stderr"
+err "--spec ''" "spec:1:1: empty spec" 3 "$mxjit" cast "$work/x.npy" --spec "" --out-dir "$work/o"
+rm -rf "$work/full"
+fails "cast past the file size limit" "output 'q': cannot write '.*/full/elems.npy': File too large \(nothing was written\)" \
+  bash -c "ulimit -f 2; trap '' XFSZ; exec \"\$0\" cast \"\$1\" --device reference --out-dir \"\$2\"" "$mxjit" "$work/x.npy" "$work/full"
+[ -z "$(ls -A "$work/full")" ] && [ ! -s "$work/out.txt" ] && pass || fail "cast past the file size limit left: $(ls -A "$work/full") $(cat "$work/out.txt")"
+fails "compile past the file size limit" "--out '.*k_full.cu': cannot write .*File too large" \
+  bash -c "ulimit -f 2; trap '' XFSZ; exec \"\$0\" compile --arch sm_90a --emit cuda --out \"\$1\"" "$mxjit" "$work/k_full.cu"
+[ ! -e "$work/k_full.cu" ] && pass || fail "compile past the file size limit left a partial file"
+# 12. a spec of 3000 casts is refused at once
+err "3000 casts" "a spec has at most 8 casts" 3 bounded "$mxjit" compile --arch sm_90a --emit cuda \
+  --spec "bf16[2] -> $(for i in $(seq 2999); do printf 'mxfp8.e4m3 ; '; done)mxfp8.e4m3"
+# 14. two casts into one --out-dir at once leave the files of one of them, never a mix
+gen "$work/race_a.npy" bf16 1024,2048 c 21
+gen "$work/race_b.npy" bf16 1024,2048 c 22
+ok "race: a" "$mxjit" cast "$work/race_a.npy" --device reference --out-dir "$work/race_a"
+ok "race: b" "$mxjit" cast "$work/race_b.npy" --device reference --out-dir "$work/race_b"
+mixed=0
+for round in $(seq 20); do
+  rm -rf "$work/race"
+  "$mxjit" cast "$work/race_a.npy" --device reference --out-dir "$work/race" >/dev/null 2>&1 &
+  "$mxjit" cast "$work/race_b.npy" --device reference --out-dir "$work/race" >/dev/null 2>&1
+  wait
+  for w in a b; do
+    cmp -s "$work/race/elems.npy" "$work/race_$w/elems.npy" && e=$w
+    cmp -s "$work/race/scales.npy" "$work/race_$w/scales.npy" && sc=$w
+  done
+  [ "${e:-x}" = "${sc:-y}" ] || mixed=$((mixed + 1))
+  unset e sc
+done
+[ "$mixed" = 0 ] && [ "$(ls -A "$work/race" | wc -l)" = 2 ] && pass \
+  || fail "race: $mixed of 20 rounds mixed two casts' files; left: $(ls -A "$work/race")"
+# 8-10, 13. the cache tool says what is true
+export MXJIT_CACHE_DIR="$work/c"
+ok "cache with one entry" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/c.cu"
+cp "$work/c/kernels.sqlite" "$work/good.sqlite"
+fresh_cache() { rm -rf "$work/c"; mkdir -m 700 "$work/c"; cp "$work/good.sqlite" "$work/c/kernels.sqlite"; chmod 600 "$work/c/kernels.sqlite"; }
+poke() { printf "$2" | dd of="$work/c/kernels.sqlite" bs=1 seek="$1" conv=notrunc status=none; }  # poke OFFSET BYTES
+fresh_cache; poke 4101 '\xff\xff'  # page 2's cell content area past the page: quick_check fails at open
+fails "verify a damaged file" "^file damaged: fails quick_check \(\*\*\* in database main \*\*\* .*moved it aside to" \
+  "$mxjit" cache verify
+[ "$(grep -c . "$work/err.txt")" = 1 ] && pass || fail "verify a damaged file: $(cat "$work/err.txt")"  # one line
+ls "$work/c" | grep -q "kernels.sqlite.bad-" && pass || fail "verify a damaged file: not moved aside"
+fresh_cache; chmod 666 "$work/c/kernels.sqlite"
+fails "verify a cache writable by others" "^mxjit: error: cache verify: the disk cache is not usable .*nothing was checked" \
+  "$mxjit" cache verify
+fails "clear a cache writable by others" "^mxjit: error: cache clear: .*nothing was deleted" "$mxjit" cache clear
+rm -rf "$work/c"; mkdir -m 700 "$work/c"; mkfifo -m 600 "$work/c/kernels.sqlite"
+fails "verify a FIFO" "is not a regular file; using memory only" "$mxjit" cache verify
+rm -rf "$work/c"; mkdir -p -m 700 "$work/c/kernels.sqlite"
+fails "verify a directory" "is not a regular file; using memory only" "$mxjit" cache verify
+MXJIT_CACHE=off fails "verify a disabled cache" "the disk cache is disabled \(MXJIT_CACHE=off\); nothing was checked" \
+  "$mxjit" cache verify
+fresh_cache  # 9. a DELETE that fails (here: the journal past the file size limit) deletes nothing, exit 1
+fails "clear that cannot write" "cache clear: nothing was deleted" bash -c "ulimit -f 8; trap '' XFSZ; exec \"\$0\" cache clear" "$mxjit"
+ok "cache ls after a failed clear" "$mxjit" cache ls
+grep -q "^1 entry" "$work/out.txt" && pass || fail "failed clear: $(cat "$work/out.txt")"
+for fault in "18 \x05" "47 \x0c"; do  # 10. header damage SQLite survives read-only or "unsupported": moved aside once
+  fresh_cache; poke ${fault% *} "${fault#* }"
+  ok "header byte ${fault% *}: first use" "$mxjit" compile --rule even --arch sm_90a --emit cuda --out "$work/c.cu"
+  grep -q "has a damaged SQLite header.*moved it aside to" "$work/err.txt" && pass || fail "header byte ${fault% *}: $(cat "$work/err.txt")"
+  ok "header byte ${fault% *}: next use" "$mxjit" compile --rule ceil --arch sm_90a --emit cuda --out "$work/c.cu"
+  [ ! -s "$work/err.txt" ] && pass || fail "header byte ${fault% *}: still warns: $(cat "$work/err.txt")"
+  ok "header byte ${fault% *}: cache ls" "$mxjit" cache ls
+  grep -q "^2 entries" "$work/out.txt" && pass || fail "header byte ${fault% *}: $(cat "$work/out.txt")"
+done
+rm -rf "$work/c"  # 13. MXJIT_CACHE values it does not know: one warning naming the accepted ones, cache on
+MXJIT_CACHE=banana ok "MXJIT_CACHE=banana" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/c.cu"
+[ "$(cat "$work/err.txt")" = "mxjit: warning: MXJIT_CACHE='banana' is not one of 0, off, false, no (cache off) or 1, on, true, yes (cache on); keeping the kernel cache on" ] \
+  && [ -e "$work/c/kernels.sqlite" ] && pass || fail "MXJIT_CACHE=banana: $(cat "$work/err.txt")"
+rm -rf "$work/c"
+MXJIT_CACHE=" 0" ok "MXJIT_CACHE=' 0'" "$mxjit" compile --arch sm_90a --emit cuda --out "$work/c.cu"
+[ ! -e "$work/c" ] && [ ! -s "$work/err.txt" ] && pass || fail "MXJIT_CACHE=' 0': the cache was used"
+export MXJIT_CACHE_DIR="$work/cache_compile"
 
 ok "cache clear" "$mxjit" cache clear
 ok "cache ls after clear" "$mxjit" cache ls

@@ -4,6 +4,7 @@
 // byte. Also runs the .npy reader/writer self-checks.
 //
 //   testgen input    OUT.npy bf16|f16|f32 D0,D1,.. c|f SEED [adversarial]
+//   testgen fill     OUT.npy bf16|f32 D0,D1,.. HEXBITS     (every element the same bit pattern)
 //   testgen offsets  OUT.npy E0,E1,..
 //   testgen expect   SPEC IN.npy OUTDIR [OFFSETS.npy]
 //   testgen bad      OUTDIR
@@ -108,6 +109,20 @@ int cmd_input(int argc, char** argv) {
       idx[k] = 0;
     }
   }
+  mxjit::tool::write_npy(argv[2], a);
+  return 0;
+}
+
+int cmd_fill(int argc, char** argv) {
+  if (argc < 6) return 2;
+  NpyArray a;
+  const bool bf16 = std::string(argv[3]) == "bf16";
+  a.type = bf16 ? NpyType::u2 : NpyType::f4;
+  a.shape = parse_list(argv[4]);
+  const uint32_t bits = uint32_t(std::stoul(argv[5], nullptr, 16));
+  const size_t es = bf16 ? 2 : 4;
+  a.data.resize(size_t(a.numel()) * es);
+  for (size_t i = 0; i < a.data.size(); i += es) std::memcpy(a.data.data() + i, &bits, es);  // little-endian
   mxjit::tool::write_npy(argv[2], a);
   return 0;
 }
@@ -283,6 +298,7 @@ int main(int argc, char** argv) {
     int rc = 2;
     if (cmd == "input") rc = cmd_input(argc, argv);
     else if (cmd == "offsets") rc = cmd_offsets(argc, argv);
+    else if (cmd == "fill") rc = cmd_fill(argc, argv);
     else if (cmd == "expect") rc = cmd_expect(argc, argv);
     else if (cmd == "bad") rc = cmd_bad(argc, argv);
     else if (cmd == "selftest") rc = cmd_selftest();

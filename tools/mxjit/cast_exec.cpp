@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 #include "runtime/bindings.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel.hpp"
@@ -63,6 +64,7 @@ std::vector<HostOutput> run_on_host(const Pipeline& p, const RunInputs& in, int 
     for (HostOutput& h : outs)
       views.push_back(TensorView::strided(h.storage.data(), h.dtype, h.geometry.view_shape, h.geometry.view_strides));
     detail::check_bindings(p, in.views, views, DeviceKind::cpu);
+    reference::check_inputs(p, in.views);  // e.g. group ends out of order: an error, not a fallback
     try {
       const cpu::CpuKernel k = cpu::cpu_jit(p);
       k(in.views, views, threads);
@@ -134,8 +136,7 @@ NpyArray to_npy(const HostOutput& out) {
   const OutputGeometry& g = out.geometry;
   a.shape = g.view_shape;
   const size_t es = dtype_size(out.dtype);
-  int64_t n = 1;
-  for (int64_t e : g.view_shape) n *= e;
+  const int64_t n = element_count(g.view_shape).value_or(0);  // output_geometry checked the limit
   a.data.resize(size_t(n) * es);
   if (n == 0) return a;
   // Walk the view in C order (last index fastest), copying each element from its strided place.

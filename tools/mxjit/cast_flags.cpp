@@ -56,7 +56,7 @@ int resolve_axis(int axis, int rank) { return axis < 0 && axis >= -rank ? axis +
 }  // namespace
 
 void add_cast_flags(CLI::App& app, CastFlags& f, const std::string& groups_help) {
-  CLI::Option* spec = app.add_option("--spec", f.spec,
+  CLI::Option* spec = f.opt_spec = app.add_option("--spec", f.spec,
                                      "the cast in the short text form, e.g. "
                                      "\"bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4\"");
   CLI::Option* preset = app.add_option("--preset", f.preset, "a named recipe: nvfp4 (E2M1, 16-blocks, E4M3 scales)")
@@ -103,7 +103,7 @@ void add_cast_flags(CLI::App& app, CastFlags& f, const std::string& groups_help)
 }
 
 Pipeline build_pipeline(const CastFlags& f, DType dtype, int r) {
-  if (!f.spec.empty()) return parse_pipeline(f.spec);
+  if (f.opt_spec && f.opt_spec->count() > 0) return parse_pipeline(f.spec);  // --spec "" is an empty spec, an error
   const bool nvfp4 = f.preset == "nvfp4" || f.scale == "e4m3";
   const ElemFormat elem = f.preset == "nvfp4" ? e2m1 : elem_named(f.elem);
   if (f.scale == "e4m3" && !(elem == e2m1))

@@ -30,6 +30,7 @@ struct CastFlags {
   bool amax = false;                       ///< --amax: also output the tensor amax
 
   /// The options as registered, to tell "given" from "defaulted".
+  CLI::Option* opt_spec = nullptr;
   CLI::Option* opt_convention = nullptr;
   CLI::Option* opt_rule = nullptr;
   CLI::Option* opt_nan_policy = nullptr;

@@ -1,7 +1,10 @@
 // `mxjit cache ls|stats|verify|clear|dump`: the maintenance side of the SQLite kernel cache.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <optional>
 #include <memory>
 
 #include <fmt/format.h>
@@ -28,13 +31,12 @@ struct CacheCommand {
   std::string out;
 };
 
-/// The process's disk cache; a notice line when it is memory-only.
-cache::DiskCache& open_cache() {
-  cache::DiskCache& c = detail::disk_cache();
-  if (!c.enabled())
-    print_notice(cache::DiskCache::disabled_by_env() ? "the disk cache is disabled (MXJIT_CACHE=0)"
-                                                     : "the disk cache is not usable (see the warning above)");
-  return c;
+/// Why the process's disk cache is memory-only, for messages ("" when it is usable).
+std::string unusable(const cache::DiskCache& c) {
+  if (c.enabled()) return "";
+  if (cache::DiskCache::disabled_by_env())
+    return fmt::format("the disk cache is disabled (MXJIT_CACHE={})", std::getenv("MXJIT_CACHE"));
+  return "the disk cache is not usable (see the warning above)";
 }
 
 std::string when(int64_t unix_time) {
@@ -79,7 +81,16 @@ int run_stats(cache::DiskCache& c) {
 }
 
 int run_verify(cache::DiskCache& c, bool remove_bad) {
+  if (!c.enabled()) {
+    print_error(fmt::format("cache verify: {}; nothing was checked", unusable(c)));
+    return kExitFailure;
+  }
   const cache::VerifyReport r = c.verify(remove_bad);
+  if (!r.rebuilt_at_open.empty()) {
+    // Opening the cache found the file damaged and replaced it: that is the verdict.
+    fmt::print("file damaged: {}\n", r.rebuilt_at_open);
+    return kExitFailure;
+  }
   if (!r.file_ok) {
     fmt::print("file damaged: {}{}\n", r.file_problem, remove_bad ? " (moved aside and rebuilt)" : "");
     return kExitFailure;
@@ -90,9 +101,16 @@ int run_verify(cache::DiskCache& c, bool remove_bad) {
 }
 
 int run_clear(cache::DiskCache& c) {
+  if (!c.enabled()) {
+    print_error(fmt::format("cache clear: {}; nothing was deleted", unusable(c)));
+    return kExitFailure;
+  }
   const size_t n = c.list(false).size();
-  c.clear();
-  fmt::print("cleared {} entr{} from {}\n", n, n == 1 ? "y" : "ies", c.enabled() ? c.file().string() : "-");
+  if (!c.clear()) {
+    print_error("cache clear: nothing was deleted (see the warning above)");
+    return kExitFailure;
+  }
+  fmt::print("cleared {} entr{} from {}\n", n, n == 1 ? "y" : "ies", c.file().string());
   return kExitOk;
 }
 
@@ -115,19 +133,17 @@ Hash128 resolve_key(cache::DiskCache& c, std::string key) {
 
 int run_dump(cache::DiskCache& c, const std::string& key, const std::string& out) {
   const Hash128 k = resolve_key(c, key);
-  try {
-    if (!c.dump(k, out)) throw UsageError(fmt::format("no valid cache entry for key {}", k.hex()));
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(fmt::format("--out '{}': {}", out, e.what()));
-  }
+  const std::optional<cache::CacheEntry> e = c.get(k);  // verified (a bad entry is removed, with a warning)
+  if (!e) throw UsageError(fmt::format("no valid cache entry for key {}", k.hex()));
+  write_output_file(out, e->blob, fmt::format("--out '{}'", out));
   fmt::print("wrote the cubin of {} to {}\n", k.hex(), out);
   return kExitOk;
 }
 
 int run_cache(const CacheCommand& c) {
-  cache::DiskCache& dc = open_cache();
+  cache::DiskCache& dc = detail::disk_cache();
+  // verify and clear fail on a memory-only cache; the others show what there is, with a notice.
+  if (!dc.enabled() && !c.verify->parsed() && !c.clear->parsed()) print_notice(unusable(dc));
   if (c.ls->parsed()) return run_ls(dc);
   if (c.stats->parsed()) return run_stats(dc);
   if (c.verify->parsed()) return run_verify(dc, c.remove_bad);
@@ -140,9 +156,10 @@ Action setup(CLI::App& app) {
   app.require_subcommand(1);
   c->ls = app.add_subcommand("ls", "list the cached kernels, most recently used first");
   c->stats = app.add_subcommand("stats", "file, size, entries, compile time kept");
-  c->verify = app.add_subcommand("verify", "check the file and every entry's checksum (exit 1 when damaged)");
+  c->verify = app.add_subcommand("verify", "check the file and every entry's checksum (exit 1 when damaged, or when "
+                                            "the cache cannot be used)");
   c->verify->add_flag("--remove-bad", c->remove_bad, "delete bad entries (rebuild a damaged file)");
-  c->clear = app.add_subcommand("clear", "delete every cached kernel");
+  c->clear = app.add_subcommand("clear", "delete every cached kernel (exit 1 when none could be deleted)");
   c->dump = app.add_subcommand("dump", "write one entry's cubin to a file (for cuobjdump)");
   c->dump->add_option("key", c->key, "the entry's key, or a unique prefix of it")->required();
   c->dump->add_option("--out", c->out, "file to write")->required();

@@ -145,15 +145,19 @@ int run_cast(const CastCommand& c) {
   // Every output's geometry is checked (e.g. an odd FP4 extent) before anything runs.
   std::string used;
   const std::vector<HostOutput> outs = run(c, p, in, used);
-  if (c.verbose) fmt::print("spec: {}\n", to_text(p));
-  fmt::print("cast {}[{}]{} on {}:", dtype_name(dtype), fmt::join(x.shape, ","), x.fortran_order ? " (Fortran order)" : "",
-             used);
+  // Every file under a temporary name first, then all renamed at once: a failed write leaves
+  // nothing, and two casts into one --out-dir never leave the elems of one and the scales of the other.
+  StagedFiles files(dir);
+  std::string listing;
   for (size_t o = 0; o < outs.size(); ++o) {
     const NpyArray a = to_npy(outs[o]);
-    write_npy(dir / names[o], a);
-    fmt::print(" {} {}[{}]", (dir / names[o]).string(), npy_descr(a.type), fmt::join(a.shape, ","));
+    files.add(names[o], encode_npy(a), fmt::format("output '{}'", outs[o].name));
+    listing += fmt::format(" {} {}[{}]", files.path(names[o]).string(), npy_descr(a.type), fmt::join(a.shape, ","));
   }
-  fmt::print("\n");
+  files.commit();
+  if (c.verbose) fmt::print("spec: {}\n", to_text(p));
+  fmt::print("cast {}[{}]{} on {}:{}\n", dtype_name(dtype), fmt::join(x.shape, ","), x.fortran_order ? " (Fortran order)" : "",
+             used, listing);
   return kExitOk;
 }
 

@@ -1,7 +1,7 @@
 // `mxjit compile`: generates and compiles the kernel of a cast for an architecture (no GPU
 // needed), through the SQLite cache like every other compile, and writes CUDA, PTX or cubin.
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
@@ -46,11 +46,7 @@ Target target_of(const CompileCommand& c) {
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw UsageError(fmt::format("--out '{}': cannot open it for writing", path));
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  if (!out) throw UsageError(fmt::format("--out '{}': write failed", path));
+  write_output_file(path, bytes, fmt::format("--out '{}'", path));
 }
 
 int run_compile(const CompileCommand& c) {

@@ -2,6 +2,8 @@
 // versions, and where the kernel cache lives.
 #include <memory>
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "cache/disk_cache.hpp"
@@ -42,11 +44,11 @@ void print_gpus() {
 }
 
 void print_cache() {
-  if (cache::DiskCache::disabled_by_env()) {
-    fmt::print("cache:        disabled (MXJIT_CACHE=0)\n");
+  cache::DiskCache& c = detail::disk_cache();  // first: it warns once about an MXJIT_CACHE it does not know
+  if (!c.enabled() && cache::DiskCache::disabled_by_env()) {
+    fmt::print("cache:        disabled (MXJIT_CACHE={})\n", std::getenv("MXJIT_CACHE"));
     return;
   }
-  cache::DiskCache& c = detail::disk_cache();
   if (!c.enabled()) {
     fmt::print("cache:        {} (not usable: memory only)\n", (cache::DiskCache::default_dir() / "kernels.sqlite").string());
     return;

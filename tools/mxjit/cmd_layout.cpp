@@ -5,7 +5,7 @@
 //   mxjit layout draw --layout blocked128x4 --shape 130,7 --out blocked.svg
 //   mxjit layout draw --layout col_major --shape 4,6 --out col.svg
 //   mxjit layout draw --layout "grouped_blocked128x4(0,offs)" --shape 135,4 --groups 130,130,135 --out g.svg
-#include <fstream>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,9 +64,7 @@ int run_draw(const LayoutCommand& c) {
     o.group_ends = parse_list("--groups", c.groups);
   }
   const std::string svg = draw_svg(layout, shape, o);
-  std::ofstream f(c.out, std::ios::binary);
-  if (f) f << svg;
-  if (!f) throw UsageError(fmt::format("--out '{}': cannot write the file", c.out));
+  write_output_file(c.out, svg, fmt::format("--out '{}'", c.out));
   fmt::print("wrote {} ({} of [{}], {} bytes of SVG)\n", c.out, layout.str(), c.shape, svg.size());
   return kExitOk;
 }
@@ -83,7 +81,7 @@ Action setup(CLI::App& app) {
   c->draw->add_option("--rows-axis", c->rows_axis, "axis drawn downwards (default: rank-2)");
   c->draw->add_option("--cols-axis", c->cols_axis, "axis drawn across (default: rank-1)");
   c->draw->add_option("--groups", c->groups, "grouped layouts: group ends along the grouped axis, e.g. 130,130,135");
-  c->draw->add_option("--cell", c->cell, "cell size in pixels (default 30)");
+  c->draw->add_option("--cell", c->cell, "cell size in pixels (default 30)")->check(CLI::Range(8, 256));
   c->draw->add_flag("--no-strip", c->no_strip, "leave out the storage order strip");
   c->draw->add_option("--out", c->out, "SVG file to write")->required();
   return [c] { return run_draw(*c); };

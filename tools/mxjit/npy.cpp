@@ -1,14 +1,21 @@
 #include "tools/mxjit/npy.hpp"
 
 #include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "dsl/limits.hpp"
 
 namespace mxjit::tool {
 namespace {
@@ -164,10 +171,17 @@ class HeaderParser {
   size_t i_ = 0;
 };
 
-/// a * b, or nullopt on int64 overflow (both non-negative).
-std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
-  if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) return std::nullopt;
-  return a * b;
+/// Elements of `shape` (extents >= 0): 0 when one is 0, whatever the others; -1 past INT64_MAX.
+int64_t zero_aware_numel(const std::vector<int64_t>& shape) {
+  for (int64_t e : shape)
+    if (e == 0) return 0;
+  int64_t n = 1;
+  for (int64_t e : shape) {
+    const std::optional<int64_t> p = checked_mul(n, e);
+    if (!p) return -1;
+    n = *p;
+  }
+  return n;
 }
 
 uint32_t read_le(std::string_view b, size_t at, size_t n) {
@@ -190,76 +204,112 @@ std::string_view npy_descr(NpyType t) {
   return "?";
 }
 
-int64_t NpyArray::numel() const {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;  // decode_npy checked the product
-  return n;
-}
+int64_t NpyArray::numel() const { return std::max<int64_t>(zero_aware_numel(shape), 0); }  // decode_npy checked it
 
 std::vector<int64_t> NpyArray::strides() const {
+  // Past INT64_MAX (an empty array with huge other extents: nothing to address) strides are 0.
   std::vector<int64_t> st(shape.size(), 1);
   const size_t r = shape.size();
   for (size_t k = 1; k < r; ++k) {
     if (fortran_order)
-      st[k] = st[k - 1] * std::max<int64_t>(shape[k - 1], 1);
+      st[k] = checked_mul(st[k - 1], std::max<int64_t>(shape[k - 1], 1)).value_or(0);
     else
-      st[r - 1 - k] = st[r - k] * std::max<int64_t>(shape[r - k], 1);
+      st[r - 1 - k] = checked_mul(st[r - k], std::max<int64_t>(shape[r - k], 1)).value_or(0);
   }
   return st;
 }
 
-NpyArray decode_npy(std::string_view bytes, std::string_view what) {
-  if (bytes.size() < kMagic.size() || bytes.substr(0, kMagic.size()) != kMagic)
+namespace {
+
+/// The preamble's length (10 or 12 bytes) from the file's first bytes `start` (as many as it has,
+/// up to 12); NpyError for a bad magic, an unsupported version or a file shorter than its preamble.
+size_t preamble_size(std::string_view start, std::string_view what) {
+  if (start.size() < kMagic.size() || start.substr(0, kMagic.size()) != kMagic)
     throw NpyError(fmt::format("{}: not a .npy file (it does not start with the magic bytes \\x93NUMPY)", what));
-  if (bytes.size() < kPreambleV1)
-    throw NpyError(fmt::format("{}: truncated .npy file ({} bytes: the preamble is incomplete)", what, bytes.size()));
-  const int major = static_cast<unsigned char>(bytes[6]);
-  const int minor = static_cast<unsigned char>(bytes[7]);
+  if (start.size() < kPreambleV1)
+    throw NpyError(fmt::format("{}: truncated .npy file ({} bytes: the preamble is incomplete)", what, start.size()));
+  const int major = static_cast<unsigned char>(start[6]);
+  const int minor = static_cast<unsigned char>(start[7]);
   if (major < 1 || major > 3 || minor != 0)
     throw NpyError(fmt::format("{}: unsupported .npy format version {}.{} (expected 1.0, 2.0 or 3.0)", what, major,
                                minor));
   const size_t preamble = major == 1 ? kPreambleV1 : kPreambleV2;
-  if (bytes.size() < preamble)
-    throw NpyError(fmt::format("{}: truncated .npy file ({} bytes: the preamble is incomplete)", what, bytes.size()));
-  const size_t header_len = read_le(bytes, 8, major == 1 ? 2 : 4);
-  if (header_len > kMaxNpyHeaderBytes)
-    throw NpyError(fmt::format("{}: .npy header of {} bytes is larger than the {} accepted", what, header_len,
-                               kMaxNpyHeaderBytes));
+  if (start.size() < preamble)
+    throw NpyError(fmt::format("{}: truncated .npy file ({} bytes: the preamble is incomplete)", what, start.size()));
+  return preamble;
+}
+
+/// The header length the preamble declares, at most kMaxNpyHeaderBytes.
+size_t header_length(std::string_view preamble, std::string_view what) {
+  const size_t n = read_le(preamble, 8, preamble.size() == kPreambleV1 ? 2 : 4);
+  if (n > kMaxNpyHeaderBytes)
+    throw NpyError(fmt::format("{}: .npy header of {} bytes is larger than the {} accepted", what, n, kMaxNpyHeaderBytes));
+  return n;
+}
+
+/// A parsed header: the array without its data, and how many data bytes its shape needs.
+struct Header {
+  NpyArray array;
+  int64_t data_bytes = 0;
+};
+
+Header parse_header(std::string_view header, std::string_view what) {
+  if (header.empty() || header.back() != '\n')
+    throw NpyError(fmt::format("{}: malformed .npy header: it must end with a newline", what));
+  Header h{HeaderParser(header.substr(0, header.size() - 1), what).parse(), 0};
+  const NpyArray& a = h.array;
+  const int64_t numel = zero_aware_numel(a.shape);
+  if (numel < 0) throw NpyError(fmt::format("{}: shape ({}) has too many elements", what, fmt::join(a.shape, ", ")));
+  const auto nbytes = checked_mul(numel, int64_t(npy_type_size(a.type)));
+  if (!nbytes) throw NpyError(fmt::format("{}: shape ({}) has too many bytes", what, fmt::join(a.shape, ", ")));
+  h.data_bytes = *nbytes;
+  return h;
+}
+
+/// The data after the header must be exactly what the shape needs: `have` bytes follow it.
+void check_data_size(const Header& h, uint64_t have, std::string_view what) {
+  const NpyArray& a = h.array;
+  if (uint64_t(h.data_bytes) > have)
+    throw NpyError(fmt::format("{}: truncated .npy data: shape ({}) of {} needs {} bytes, the file holds {}", what,
+                               fmt::join(a.shape, ", "), npy_descr(a.type), h.data_bytes, have));
+  if (uint64_t(h.data_bytes) < have)
+    throw NpyError(fmt::format("{}: {} unexpected bytes after the data of shape ({}) of {}", what,
+                               have - uint64_t(h.data_bytes), fmt::join(a.shape, ", "), npy_descr(a.type)));
+}
+
+/// Reads up to `n` bytes into `out` (fewer only at the end of the file); NpyError on a read error.
+size_t read_up_to(int fd, void* out, size_t n, const std::string& what) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, static_cast<char*>(out) + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw NpyError(fmt::format("cannot read '{}': {}", what, std::strerror(errno)));
+    if (r == 0) break;
+    got += size_t(r);
+  }
+  return got;
+}
+
+}  // namespace
+
+NpyArray decode_npy(std::string_view bytes, std::string_view what) {
+  const size_t preamble = preamble_size(bytes.substr(0, kPreambleV2), what);
+  const size_t header_len = header_length(bytes.substr(0, preamble), what);
   if (bytes.size() - preamble < header_len)
     throw NpyError(fmt::format("{}: truncated .npy file: the header says {} bytes but only {} follow the preamble",
                                what, header_len, bytes.size() - preamble));
-  std::string_view header = bytes.substr(preamble, header_len);
-  if (header.empty() || header.back() != '\n')
-    throw NpyError(fmt::format("{}: malformed .npy header: it must end with a newline", what));
-  NpyArray a = HeaderParser(header.substr(0, header.size() - 1), what).parse();
-
-  int64_t numel = 1;
-  for (int64_t e : a.shape) {
-    const auto n = checked_mul(numel, e);
-    if (!n) throw NpyError(fmt::format("{}: shape ({}) has too many elements", what, fmt::join(a.shape, ", ")));
-    numel = *n;
-  }
-  const auto nbytes = checked_mul(numel, int64_t(npy_type_size(a.type)));
-  if (!nbytes) throw NpyError(fmt::format("{}: shape ({}) has too many bytes", what, fmt::join(a.shape, ", ")));
-  const size_t have = bytes.size() - preamble - header_len;
-  if (uint64_t(*nbytes) > have)
-    throw NpyError(fmt::format("{}: truncated .npy data: shape ({}) of {} needs {} bytes, the file holds {}", what,
-                               fmt::join(a.shape, ", "), npy_descr(a.type), *nbytes, have));
-  if (uint64_t(*nbytes) < have)
-    throw NpyError(fmt::format("{}: {} unexpected bytes after the data of shape ({}) of {}", what,
-                               have - uint64_t(*nbytes), fmt::join(a.shape, ", "), npy_descr(a.type)));
+  Header h = parse_header(bytes.substr(preamble, header_len), what);
+  check_data_size(h, bytes.size() - preamble - header_len, what);
   const char* p = bytes.data() + preamble + header_len;
-  a.data.assign(reinterpret_cast<const uint8_t*>(p), reinterpret_cast<const uint8_t*>(p) + *nbytes);
-  return a;
+  h.array.data.assign(reinterpret_cast<const uint8_t*>(p), reinterpret_cast<const uint8_t*>(p) + h.data_bytes);
+  return std::move(h.array);
 }
 
 std::string encode_npy(const NpyArray& a) {
-  int64_t numel = 1;
-  for (int64_t e : a.shape) {
-    const auto n = e < 0 ? std::nullopt : checked_mul(numel, e);
-    if (!n) throw NpyError(fmt::format("cannot write shape ({}): bad extents", fmt::join(a.shape, ", ")));
-    numel = *n;
-  }
+  for (int64_t e : a.shape)
+    if (e < 0) throw NpyError(fmt::format("cannot write shape ({}): bad extents", fmt::join(a.shape, ", ")));
+  const int64_t numel = zero_aware_numel(a.shape);
+  if (numel < 0) throw NpyError(fmt::format("cannot write shape ({}): bad extents", fmt::join(a.shape, ", ")));
   const auto want = checked_mul(numel, int64_t(npy_type_size(a.type)));
   if (!want || uint64_t(*want) != a.data.size())
     throw NpyError(fmt::format("cannot write shape ({}) of {}: {} data bytes given", fmt::join(a.shape, ", "),
@@ -287,14 +337,45 @@ std::string encode_npy(const NpyArray& a) {
 }
 
 NpyArray read_npy(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NpyError(fmt::format("cannot read '{}': {}", path.string(), std::strerror(errno)));
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw NpyError(fmt::format("cannot read '{}': it is a directory", path.string()));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw NpyError(fmt::format("cannot read '{}': read error", path.string()));
-  return decode_npy(bytes, path.string());
+  const std::string what = path.string();
+  // Non-blocking open: a FIFO without a writer must not block; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw NpyError(fmt::format("cannot read '{}': {}", what, std::strerror(errno)));
+  const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) { ::close(*f); delete f; });
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw NpyError(fmt::format("cannot read '{}': {}", what, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw NpyError(fmt::format("cannot read '{}': it is a directory", what));
+  if (!S_ISREG(st.st_mode))
+    throw NpyError(fmt::format("cannot read '{}': it is not a regular file ({}); give a .npy file", what,
+                               S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                                                             : "a socket"));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // The preamble and the header first, then exactly the bytes the header declares.
+  std::string head(kPreambleV2, '\0');
+  head.resize(read_up_to(fd, head.data(), head.size(), what));
+  const size_t preamble = preamble_size(head, what);
+  const size_t header_len = header_length(std::string_view(head).substr(0, preamble), what);
+  std::string header = head.substr(preamble);
+  if (header.size() > header_len) header.resize(header_len);  // a 10-byte preamble read 2 header bytes
+  const size_t before = header.size();
+  header.resize(header_len);
+  const size_t got = before + read_up_to(fd, header.data() + before, header_len - before, what);
+  if (got < header_len)
+    throw NpyError(fmt::format("{}: truncated .npy file: the header says {} bytes but only {} follow the preamble",
+                               what, header_len, got));
+  Header h = parse_header(header, what);
+  const uint64_t offset = preamble + header_len, size = uint64_t(st.st_size);
+  check_data_size(h, size > offset ? size - offset : 0, what);
+  h.array.data.resize(size_t(h.data_bytes));
+  // The header was within the head's 12 bytes only when header_len < 3: then the data began there.
+  const size_t in_head = head.size() > offset ? head.size() - offset : 0;
+  std::copy(head.begin() + std::ptrdiff_t(head.size() - in_head), head.end(), h.array.data.begin());
+  if (read_up_to(fd, h.array.data.data() + in_head, h.array.data.size() - in_head, what) != h.array.data.size() - in_head)
+    throw NpyError(fmt::format("{}: truncated .npy data: the file shrank while it was read", what));
+  char extra = 0;
+  if (read_up_to(fd, &extra, 1, what) != 0)
+    throw NpyError(fmt::format("{}: unexpected bytes after the data: the file grew while it was read", what));
+  return std::move(h.array);
 }
 
 void write_npy(const std::filesystem::path& path, const NpyArray& a) {

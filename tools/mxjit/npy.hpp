@@ -65,7 +65,11 @@ NpyArray decode_npy(std::string_view bytes, std::string_view what);
 /// not match the shape.
 std::string encode_npy(const NpyArray& a);
 
-/// Reads and decodes `path`. Throws NpyError (unreadable file, or as decode_npy).
+/// Reads and decodes `path`: the preamble and header first, then exactly the data bytes they
+/// declare, into the array's own buffer (a junk or hostile file is refused after its first 12
+/// bytes, a size mismatch before any data is read). Throws NpyError: unreadable file, a
+/// directory, a file that is not a regular file (a FIFO or a device such as /dev/zero), or as
+/// decode_npy.
 NpyArray read_npy(const std::filesystem::path& path);
 
 /// Encodes and writes `a` to `path`. Throws UsageError naming the path when it cannot be written.
