@@ -92,14 +92,11 @@ def rowwise_3d_transpose_mxjit(bt: torch.Tensor, dtype=E4M3, pow2: bool = True):
     s = torch.empty((e, k), dtype=torch.float32, device=bt.device)
     if e == 0:
         return q, s
-    spec = _ops.fp8_per_group_colwise_scales_spec(b[0], ends, dtype, pow2)
-    (iq, oq), (is_, os_) = [(i, spec.outs[i]) for i in range(2)]
+    # One plan (spec, checks, prepared launch) for expert 0's geometry; every expert has the same.
+    plan = _launch._plan(lambda be, en: _ops.fp8_per_group_colwise_scales_spec(be, en, dtype, pow2), (b[0], ends))
+    assert plan.written == (0, 1), "outputs changed"
+    oq, os_ = plan.spec.outs[0], plan.spec.outs[1]
     assert (oq.view_shape, oq.view_strides) == ((n, k), (1, n)) and os_.view_shape == (1, k), "layout changed"
-    index = bt.device.index if bt.device.type == "cuda" else -1
-    if bt.device.type == "cuda" and index is None:
-        index = torch.cuda.current_device()
-    plan = _launch._Plan(spec._replace(inputs=()), (), (iq, is_), [oq.view_shape, os_.view_shape],
-                         [oq.view_strides, os_.view_strides], bt.device, index)
     for i in range(e):
         _launch.run(plan, [b[i], ends], [q[i], s[i]])
     return q, s
