@@ -53,10 +53,12 @@ void choose_axes(const Pipeline& p, const ValueSet& v, const StrideClass& sc, Pl
   // ax_c: the unit-stride axis of the first tensor input (loads are then 16-byte vectors).
   const int lead = first_tensor_input(p);
   const int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[size_t(lead)] : -1;
+  // Every block's axes, the scales' too: a pipeline may output scales without their codes.
   std::vector<int> block_axes;
-  for (const NodePtr& q : v.quantizes)
-    for (int a : block_of(q).axes)
-      if (std::find(block_axes.begin(), block_axes.end(), a) == block_axes.end()) block_axes.push_back(a);
+  for (const std::vector<NodePtr>* nodes : {&v.quantizes, &v.scales})
+    for (const NodePtr& n : *nodes)
+      for (int a : block_of(n).axes)
+        if (std::find(block_axes.begin(), block_axes.end(), a) == block_axes.end()) block_axes.push_back(a);
   std::vector<int> inner_axes;
   for (const Output& o : p.outputs())
     if (o.kind == OutputKind::elems || o.kind == OutputKind::values) inner_axes.push_back(o.layout.order(rank).back());

@@ -92,8 +92,9 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   const TiledPlan tiled = plan_tiled(p, v, plan, fit_schedule(schedule, KernelKind::tiled, false, Fit::lenient), target);
   const int tiled_smem = tiled_smem_bytes(v, plan, tiled), smem_cap = std::min(200 * 1024, target.smem_per_cta());
   if (tiled_smem > smem_cap)
-    throw UsageError(fmt::format("GPU generator: the tile needs {} bytes of shared memory ({} values); at most {} KiB fit", tiled_smem,
-                                 tiled.value_tiles, smem_cap / 1024));
+    throw UsageError(fmt::format("GPU generator: a tile of {}x{} elements ({} value tiles) needs {} bytes of shared memory; at most {} KiB "
+                                 "fit (shorter blocks do; the CPU backend and the reference run this cast)",
+                                 tiled.tile_rows, tiled.tile_cols, tiled.value_tiles, tiled_smem, smem_cap / 1024));
   for (size_t i = 0; i < p.outputs().size(); ++i)
     if (p.outputs()[i].kind == OutputKind::amax || p.outputs()[i].layout.is_grouped())
       plan.zero_outputs.push_back(int(i));  // grouped: kernels write real scales only, never padding

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -62,4 +63,26 @@ TEST_CASE("hostile: blocks that cannot fit a GPU tile are a UsageError when the 
     CHECK(msg.find("GPU generator: blocks of ") != std::string::npos);
     CHECK(msg.find("do not fit one tile of 51200 FP32 values in shared memory") != std::string::npos);
   }
+}
+
+TEST_CASE("scales without their codes: the tile covers the scales' block axis (found by the generator fuzzer on an H100)") {
+  // A pipeline that outputs only the FP32 scales of blocks along axis 0 of a rank-3 tensor once
+  // tiled axes 1 and 2 (the block axis became a batch axis: one-element blocks, scales written
+  // past their tensor). Every block axis, codes' or scales', is a tile axis.
+  const Target t = Target::parse("sm_90a");
+  for (int axis : {0, 1}) {
+    CAPTURE(axis);
+    auto x = input("x", DType::f32, rank(3));
+    auto s = f32_scale(amax(blocks(x * 0.5, axis, 32)), e5m2);
+    const Pipeline p = pipeline({output("s", s)});
+    const Plan plan = make_plan(p, t, default_stride_class(p));
+    CHECK((plan.ax_r == axis || plan.ax_c == axis));
+    CHECK(std::find(plan.batch_axes.begin(), plan.batch_axes.end(), axis) == plan.batch_axes.end());
+  }
+  auto x = input("x", DType::bf16, rank(3));
+  auto s = e8m0_scale(amax(blocks(x, 0, 32)), e4m3, ScaleRule::rceil);
+  const Pipeline p = pipeline({output("s", s)});
+  CHECK(make_plan(p, t, default_stride_class(p)).ax_r == 0);
+  std::vector<test::CompileVariant> vs{{"scales only, blocks along axis 0", p, default_stride_class(p)}};
+  CHECK(test::compile_variants(vs) > 0);
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "dsl/errors.hpp"
 #include "dsl/text.hpp"
 #include "gpu/check.hpp"
 
@@ -35,7 +36,7 @@ TEST_CASE("hostile gpu: rank-1 casts of every block size (the direct kernel's on
 TEST_CASE("hostile gpu: a block longer than its axis is one block of the axis") {
   MXJIT_REQUIRE_GPU();
   for (const char* spec : {"bf16[2] -> mxfp8.e4m3 blocks(1,256)", "bf16[2] -> mxfp8.e4m3 blocks(0,128) q:col_major",
-                           "f32[2] -> mxint8 blocks(1,4096)", "bf16[2] -> mxfp8.e4m3 blocks(0,1,128x128)",
+                           "f32[2] -> mxint8 blocks(1,512)", "bf16[2] -> mxfp8.e4m3 blocks(0,1,128x128)",
                            "bf16[3] -> mxfp8.e5m2 blocks(1,128) q:expert_col_major s:blocked128x4"}) {
     const Pipeline p = parse_pipeline(spec);
     for (const std::vector<int64_t>& shape : p.rank() == 2 ? std::vector<std::vector<int64_t>>{{5, 7}, {100, 60}, {33, 250}}
@@ -46,11 +47,17 @@ TEST_CASE("hostile gpu: a block longer than its axis is one block of the axis") 
       CHECK(check_against_reference(jit(p), in, fmt::format("{} [{}]", spec, fmt::join(shape, ","))) == 0);
     }
   }
+  // Blocks whose tile outgrows shared memory are refused by name when the launch plans them.
+  const Pipeline big = parse_pipeline("f32[2] -> mxint8 blocks(1,4096)");
+  std::vector<HostTensor> in;
+  in.emplace_back(DType::f32, std::vector<int64_t>{5, 7});
+  fill_random(in.back(), 9, true);
+  CHECK_THROWS_WITH_AS(check_against_reference(jit(big), in, "blocks(1,4096)"), doctest::Contains("at most 200 KiB fit"), UsageError);
 }
 
 TEST_CASE("hostile gpu: empty domains launch nothing and touch no output; jagged scales of empty groups") {
   MXJIT_REQUIRE_GPU();
-  const Pipeline p = parse_pipeline("bf16[3] -> mxfp8.e4m3 ; mxfp8.e4m3 blocks(1,32) q:col_major s:blocked128x4 amax");
+  const Pipeline p = parse_pipeline("bf16[3] -> mxfp8.e4m3 ; mxfp8.e4m3 blocks(1,32) q:expert_col_major s:blocked128x4 amax");
   const int64_t huge = int64_t(1) << 62;
   for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{0, 64, 64}, {4, 0, 64}, {4, 64, 0}, {0, huge, huge}}) {
     std::vector<HostTensor> in;
@@ -97,4 +104,22 @@ TEST_CASE("hostile gpu: empty domains launch nothing and touch no output; jagged
     std::memset(in.back().bytes.data(), 0, 12);
     CHECK(check_against_reference(jit(pg), in, fp32 ? "empty groups fp32" : "empty groups e8m0", {0, 96}, 3) == 0);
   }
+}
+
+TEST_CASE("hostile gpu: scales without their codes, blocks along any axis of a rank-3 tensor (generator fuzzer seed 28)") {
+  MXJIT_REQUIRE_GPU();
+  for (int axis : {0, 1, 2})
+    for (bool fp32 : {true, false}) {
+      auto x = input("x", DType::f32, rank(3));
+      auto v = x * 0.5;
+      auto s = fp32 ? f32_scale(amax(blocks(v, axis, 32)), e5m2) : e8m0_scale(amax(blocks(v, axis, 32)), e4m3, ScaleRule::rceil);
+      const Pipeline p = pipeline({output("s", s)});
+      for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{128, 1, 128}, {64, 3, 96}, {33, 40, 70}}) {
+        std::vector<HostTensor> in;
+        in.emplace_back(DType::f32, shape);
+        fill_random(in.back(), 28, true);
+        CHECK(check_against_reference(jit(p), in, fmt::format("scales only, axis {} {} [{}]", axis, fp32 ? "fp32" : "e8m0",
+                                                              fmt::join(shape, ","))) == 0);
+      }
+    }
 }
