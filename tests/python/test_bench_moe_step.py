@@ -100,3 +100,15 @@ def test_compare_steps_on_cpu(monkeypatch):
     assert by_mode["mxjit"][1] == "yes" and float(by_mode["mxjit"][2]) == 0.0
     assert "bytes differ (bf16 has no FP8 rounding)" in by_mode["bf16"][1]
     assert 0.0 < float(by_mode["bf16"][2]) < 0.08
+
+
+def test_moe_step_profile_counts_casts_not_gemms():
+    # Names as torch.profiler showed them on an H100 (torch 2.11): the grouped GEMM's CUTLASS kernel
+    # mentions a swizzle in its template arguments and was once counted as a cast.
+    gemm = ("_ZN7cutlass13device_kernelINS_4gemm6kernel13GemmUniversalINS1_17GroupProblemShapeIN4cute5tupleIJiiiEEEEE"
+            "NS1_10CollectiveMmaINS_4gemm19MainloopSm90ArrayTmaGmmaWarpSpecializedILi4ENS1_17ThreadblockSwizzleE")
+    assert not moe_step.is_cast(gemm)
+    for cast in ("mxjit_jagged_groups_e4m3_fp32_bf16_cfeb0f45", "_triton_fp8_colwise_3d_scale_and_cast_kernel",
+                 "_triton_fp8_rowwise_3d_transpose_scales_rhs_kernel", "_triton_fp8_per_group_colwise_scales_dual_kernel"):
+        assert moe_step.is_cast(cast), cast
+    assert not moe_step.is_cast("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>")
