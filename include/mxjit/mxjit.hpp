@@ -7,6 +7,7 @@
 #include "dsl/errors.hpp"
 #include "dsl/geometry.hpp"
 #include "dsl/pipeline.hpp"
+#include "dsl/recipes.hpp"
 #include "dsl/text.hpp"
 #include "runtime/device.hpp"
 #include "runtime/graph.hpp"

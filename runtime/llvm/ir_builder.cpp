@@ -212,49 +212,4 @@ llvm::Value* Ir::e4m3_value(llvm::Value* code) {
   return b.CreateSelect(nan, cf(std::bit_cast<float>(0x7fc00000u)), fbits(b.CreateOr(mag, sign)));
 }
 
-llvm::Value* Ir::floor_log2_bits(llvm::Value* a) {
-  llvm::Value* normal = b.CreateSub(b.CreateLShr(a, 23), c32(127));
-  llvm::Value* lz = b.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, a, b.getFalse());
-  llvm::Value* sub = b.CreateSub(b.CreateSub(c32(31), lz), c32(149));
-  return b.CreateSelect(b.CreateICmpUGE(a, c32(0x00800000u)), normal, sub);
-}
-
-llvm::Value* Ir::ceil_log2_bits(llvm::Value* a) {
-  llvm::Value* normal_pow2 = b.CreateICmpEQ(b.CreateAnd(a, c32(0x7fffffu)), c32(0));
-  llvm::Value* sub_pow2 = b.CreateICmpEQ(b.CreateAnd(a, b.CreateSub(a, c32(1))), c32(0));
-  llvm::Value* pow2 = b.CreateSelect(b.CreateICmpUGE(a, c32(0x00800000u)), normal_pow2, sub_pow2);
-  llvm::Value* e = floor_log2_bits(a);
-  return b.CreateSelect(pow2, e, b.CreateAdd(e, c32(1)));
-}
-
-llvm::Value* Ir::clamp_biased(llvm::Value* e) {
-  llvm::Value* v = b.CreateAdd(e, c32(127));
-  v = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, c32(0));
-  return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, c32(254));
-}
-
-llvm::Value* Ir::e8m0_rule(int rule, const ElemFormat& elem, llvm::Value* m) {
-  switch (rule) {
-    case 0:  // FLOOR: floor(log2(amax)) - emax
-      return clamp_biased(b.CreateSub(floor_log2_bits(m), c32(uint32_t(elem.emax()))));
-    case 1: {  // RCEIL: ceil(log2(amax * (1/max_normal))), one FP32 multiply; 0 when it underflows
-      llvm::Value* v = bits(b.CreateFMul(fbits(m), cf(1.0f / float(elem.max_normal()))));
-      return b.CreateSelect(b.CreateICmpEQ(v, c32(0)), c32(0), clamp_biased(ceil_log2_bits(v)));
-    }
-    case 2:  // CEIL: ceil(log2(amax)) - floor(log2(max_normal))
-      return clamp_biased(b.CreateSub(ceil_log2_bits(m), c32(uint32_t(elem.max_normal_log2()))));
-    default: {  // EVEN: RNE away the low (23 - mbits) pattern bits, then FLOOR
-      const int sh = 23 - elem.mbits;
-      llvm::Value* low = b.CreateAnd(m, c32((1u << sh) - 1u));
-      const uint32_t half = 1u << (sh - 1);
-      llvm::Value* r = b.CreateLShr(m, uint64_t(sh));
-      llvm::Value* up = b.CreateOr(b.CreateICmpUGT(low, c32(half)),
-                                   b.CreateAnd(b.CreateICmpEQ(low, c32(half)), b.CreateICmpNE(b.CreateAnd(r, c32(1)), c32(0))));
-      r = b.CreateShl(b.CreateAdd(r, b.CreateZExt(up, i32)), uint64_t(sh));
-      return b.CreateSelect(b.CreateICmpEQ(r, c32(0)), c32(0),
-                            clamp_biased(b.CreateSub(floor_log2_bits(r), c32(uint32_t(elem.emax())))));
-    }
-  }
-}
-
 }  // namespace mxjit::cpu::detail

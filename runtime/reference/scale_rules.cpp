@@ -73,7 +73,9 @@ int e8m0_rule_exponent(ScaleRule rule, ElemFormat elem, float amax) {
       const double quantum = std::ldexp(1.0, E - elem.mbits);
       const double rounded = std::nearbyint(a / quantum) * quantum;  // FE_TONEAREST: ties to even
       if (rounded == 0) return INT_MIN;
-      return floor_log2(float(rounded)) - elem.emax();
+      int e;
+      std::frexp(rounded, &e);  // in double: a carry out of the top binade is 2^128, not FP32's Inf
+      return e - 1 - elem.emax();
     }
     case ScaleRule::custom:
       break;
