@@ -6,6 +6,7 @@
 #include "dsl/dsl.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/geometry.hpp"
+#include "dsl/peer_recipes.hpp"
 #include "dsl/pipeline.hpp"
 #include "dsl/recipes.hpp"
 #include "dsl/text.hpp"
