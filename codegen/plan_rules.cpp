@@ -21,6 +21,10 @@ void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
       throw UsageError(fmt::format("GPU generator: scale {} is a definition the CUDA generator has no code for yet "
                                    "(only the library recipes of dsl/recipes.hpp); it runs on the CPU backends",
                                    scale_definition(*sn)));
+  for (const NodePtr& sn : v.scales)
+    if (block_of(sn).whole())
+      throw UsageError(fmt::format("GPU generator: {} blocks a whole axis; such casts run on the CPU reference in this "
+                                   "version", block_of(sn).str()));
   for (const NodePtr& q : v.quantizes)
     if (q->saturate == Saturate::none)
       throw UsageError("GPU generator: casts with Saturate::none run on the CPU backends in this version");

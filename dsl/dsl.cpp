@@ -242,7 +242,7 @@ Expr where(Cond c, Expr a, Expr b) {
 Blocks blocks(Expr x, int axis, int64_t size) {
   const std::string where = fmt::format("blocks({}, axis={}, size={})", value_name(x.node()), axis, size);
   check_axis(where.c_str(), x, axis);
-  if (size < 1 || !std::has_single_bit(uint64_t(size)))
+  if (size != kWholeAxis && (size < 1 || !std::has_single_bit(uint64_t(size))))
     throw UsageError(fmt::format("{}: block size {} is not a power of two", where, size));
   Node n;
   n.op = Op::blocks;
@@ -260,7 +260,7 @@ Blocks blocks(Expr x, std::array<int, 2> axes, std::array<int64_t, 2> sizes) {
   check_axis(where.c_str(), x, axes[1]);
   if (axes[0] == axes[1]) throw UsageError(fmt::format("{}: the two block axes must differ", where));
   for (int64_t s : sizes)
-    if (s < 1 || !std::has_single_bit(uint64_t(s)))
+    if (s != kWholeAxis && (s < 1 || !std::has_single_bit(uint64_t(s))))
       throw UsageError(fmt::format("{}: block size {} is not a power of two", where, s));
   Node n;
   n.op = Op::blocks;

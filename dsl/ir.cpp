@@ -86,10 +86,17 @@ int64_t BlockSpec::size_along(int axis) const {
 
 bool BlockSpec::blocks_axis(int axis) const { return std::find(axes.begin(), axes.end(), axis) != axes.end(); }
 
+bool BlockSpec::whole() const {
+  for (int64_t s : sizes)
+    if (s == kWholeAxis) return true;
+  return false;
+}
+
 std::string BlockSpec::str() const {
+  auto size = [](int64_t s) { return s == kWholeAxis ? std::string("whole") : std::to_string(s); };
   if (jagged()) return fmt::format("groups({},{})", axes.at(0), offsets);
-  if (axes.size() == 1) return fmt::format("blocks({},{})", axes[0], sizes[0]);
-  return fmt::format("blocks({},{},{}x{})", axes[0], axes[1], sizes[0], sizes[1]);
+  if (axes.size() == 1) return fmt::format("blocks({},{})", axes[0], size(sizes[0]));
+  return fmt::format("blocks({},{},{}x{})", axes[0], axes[1], size(sizes[0]), size(sizes[1]));
 }
 
 const char* rule_name(ScaleRule r) {

@@ -126,14 +126,20 @@ const char* op_name(Op op);
 /// A block: consecutive elements along `axes` share one scale.
 ///   1-D: axes {a}, sizes {32}; 2-D: axes {a0, a1}, sizes {32, 32};
 ///   jagged groups: axes {a}, sizes {0}, offsets named `offsets` (group ends, int32, on device).
+/// A block size meaning the whole axis, whatever its extent: one scale per row or column
+/// (rowwise / axiswise FP8), or per tensor when every axis is blocked so (tensorwise).
+inline constexpr int64_t kWholeAxis = -1;
+
 struct BlockSpec {
   std::vector<int> axes;
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> sizes;  ///< powers of two, or kWholeAxis
   std::string offsets;  ///< non-empty for jagged groups: the name of the offsets input
   bool jagged() const { return !offsets.empty(); }
   /// Size along `axis` (1 when the axis is not blocked, 0 for a jagged axis).
   int64_t size_along(int axis) const;
   bool blocks_axis(int axis) const;
+  /// True when some axis is blocked whole (kWholeAxis).
+  bool whole() const;
   std::string str() const;
   friend bool operator==(const BlockSpec&, const BlockSpec&) = default;
 };

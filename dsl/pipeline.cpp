@@ -1,6 +1,7 @@
 #include "dsl/pipeline.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -130,7 +131,9 @@ std::vector<int64_t> scale_shape(const BlockSpec& spec, const std::vector<int64_
   std::vector<int64_t> s = shape;
   for (size_t i = 0; i < spec.axes.size(); ++i) {
     int a = spec.axes[i];
-    s[a] = spec.jagged() ? groups : (shape[a] + spec.sizes[i] - 1) / spec.sizes[i];
+    s[a] = spec.jagged() ? groups
+           : spec.sizes[i] == kWholeAxis ? std::min<int64_t>(shape[a], 1)
+                                         : (shape[a] + spec.sizes[i] - 1) / spec.sizes[i];
   }
   return s;
 }

@@ -128,6 +128,9 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
     in.scale = s;
     in.flush = flush;
     const BlockSpec& b = block_of(vs.scales[size_t(s)]);
+    if (b.whole())
+      throw UsageError(fmt::format("CPU backend: {} blocks a whole axis; such casts run on the CPU reference in this "
+                                   "version", b.str()));
     in.jagged = b.jagged();
     if (!in.jagged) {
       in.br = plan.ax_r >= 0 ? b.size_along(plan.ax_r) : 1;

@@ -2,6 +2,7 @@
 // ScaleDef): the backend interprets them as the reference does, on adversarial data.
 #include <doctest/doctest.h>
 
+#include "dsl/errors.hpp"
 #include "llvm/cpu_check.hpp"
 
 using namespace mxjit;
@@ -80,3 +81,11 @@ TEST_CASE("scale definitions: a two-level definition reads the tensor amax") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("whole-axis blocks are the reference's for now") {
+  MXJIT_REQUIRE_CPU_BACKEND();
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
+  CHECK_THROWS_WITH_AS(cpu::cpu_jit(pipeline({output("q", cast(e4m3, x / s)), output("s", s)})),
+                       doctest::Contains("blocks a whole axis"), UsageError);
+}
