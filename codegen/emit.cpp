@@ -223,7 +223,7 @@ void emit_elems(Ctx& x, int o) {
                          over("ec" + std::to_string(h), bc));
     x.out += fmt::format("      const mx_u32 flag{0} = s{1}_info[lb{0}] >> 8;\n", h, si);
     x.out += fmt::format("      float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
-    if (x.v.scales[size_t(si)]->scale_format == ScaleFormat::e4m3 && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
+    if (nvfp4(*x.v.scales[size_t(si)]) && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
       x.out += fmt::format("      y{0} = mx_fmin_nan(mx_fmax_nan(y{0}, -6.0f), 6.0f);\n", h);
     if (q->round == Round::stochastic) {
       // Philox counter: the element's row-major linear index in the domain, then the offset.
@@ -301,8 +301,9 @@ void emit_amax(Ctx& x, int o) {
 
 // The scale rule's word in a kernel name: the E8M0 rule, "nvfp4" or "fp32".
 std::string rule_word(const NodePtr& sn) {
-  if (sn->scale_format == ScaleFormat::e4m3) return "nvfp4";
-  if (sn->scale_format == ScaleFormat::f32) return "fp32";
+  if (sn->recipe == ScaleRecipe::nvfp4) return "nvfp4";
+  if (sn->recipe == ScaleRecipe::f32_multiplier) return "fp32";
+  if (sn->recipe != ScaleRecipe::e8m0_rule) return "custom";
   switch (sn->rule) {
     case ScaleRule::floor: return "floor";
     case ScaleRule::rceil: return "rceil";

@@ -193,14 +193,14 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
   o += "float mult = 0.0f, sval = 0.0f;\n";
   switch (sn->scale_format) {
     case ScaleFormat::e8m0: {
-      if (sn->rule == ScaleRule::custom) {
+      if (sn->recipe == ScaleRecipe::e8m0_exponent) {
         // NaN (and, with nan_block, Inf) blocks: one compare on the common path.
         o += sn->policy == NanPolicy::nan_block ? "if (m >= 0x7f800000u) { byte = 255u; flag = 2u; }\n"
                                                 : "if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n"
                                                   "else if (m == 0x7f800000u) { byte = 254u; }\n";
         o += "else if (m == 0u) { byte = 0u; flag = 1u; }\nelse {\n";
         ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
-        std::string var = em.emit(sn->args[1], o, "  ");
+        std::string var = em.emit(sn->exponent, o, "  ");
         o += fmt::format("  byte = mx_custom_exponent_byte({});\n  if (byte == 255u) flag = 2u;\n}}\n", var);
         o += "if (flag == 0u) mult = mx_e8m0_rcp(byte);\n";
         break;
@@ -269,7 +269,7 @@ const char* hw_pair_fn(const Target& target, const NodePtr& q) {
   // No FP4/FP6 cvt (sm_89, sm_90): exact emulations, far fewer instructions than mx_encode_rne.
   // Under an E8M0 scale every NaN sits in a NaN block, whose codes the callers overwrite (the
   // codes come from the values the scale's amax saw), so the NaN tests can go.
-  const bool e8m0 = q->args[1]->scale_format == ScaleFormat::e8m0;
+  const bool e8m0 = mx_e8m0(*q->args[1]);
   if (q->elem == e2m1) return e8m0 ? "mx_e2m1x2_fma_finite" : "mx_e2m1x2_fma";
   if (target.hw_fp8() && q->elem == e2m3) return e8m0 ? "mx_e2m3x2_via_e4m3_finite" : "mx_e2m3x2_via_e4m3";
   if (target.hw_fp8() && q->elem == e3m2) return e8m0 ? "mx_e3m2x2_via_e5m2_finite" : "mx_e3m2x2_via_e5m2";
@@ -287,7 +287,7 @@ std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, co
 // Whether scale s is NVFP4's torchao convention, which clamps the scaled values to [-6, 6].
 static bool torchao_clamp(const Ctx& x, int s) {
   const NodePtr& sn = x.v.scales[size_t(s)];
-  return sn->scale_format == ScaleFormat::e4m3 && sn->convention == Nvfp4Convention::torchao;
+  return nvfp4(*sn) && sn->convention == Nvfp4Convention::torchao;
 }
 
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
@@ -455,7 +455,7 @@ std::string mult_table(int s) { return fmt::format("mx_mult{}", s); }
 std::string tamax_decl(const Ctx& x, bool tables) {
   std::string o;
   for (const NodePtr& sn : x.v.scales)
-    if (sn->scale_format == ScaleFormat::e4m3) {
+    if (nvfp4(*sn)) {
       // Both conventions' per-tensor factors (docs/design.md §4), as scale_from_amax uses them: TE's
       // encode scale s_enc = 2688 / amax (1 for amax 0, FLT_MAX for an infinite quotient), with
       // s_enc / 6 and 1 / s_enc; torchao's per_tensor = amax / 2688 and its reciprocal.
@@ -473,7 +473,7 @@ std::string tamax_decl(const Ctx& x, bool tables) {
   // NVFP4 cast's scale work) before. `o` is not empty, so at least one scale is E4M3.
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     const NodePtr& sn = x.v.scales[size_t(s)];
-    if (sn->scale_format != ScaleFormat::e4m3) continue;
+    if (!nvfp4(*sn)) continue;
     o += fmt::format("  __shared__ float {}[256];  // scale {}'s multiplier of each E4M3 byte\n", mult_table(s), s);
     o += fmt::format("  for (int i = threadIdx.x; i < 256; i += blockDim.x) {}", nvfp4_mult(sn, "mx_u32(i)", mult_table(s) + "[i] ="));
   }

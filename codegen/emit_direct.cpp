@@ -487,8 +487,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     }
     for (int off = G / 2; off >= 1; off /= 2)
       x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
-    const bool e4m3 = x.v.scales[s]->scale_format == ScaleFormat::e4m3;
-    x.out += scale_from_amax(x.v.scales[s], "      ", e4m3 ? mult_table(int(s)) : "");
+    x.out += scale_from_amax(x.v.scales[s], "      ", nvfp4(*x.v.scales[s]) ? mult_table(int(s)) : "");
     x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n    }}\n", s);
   }
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {

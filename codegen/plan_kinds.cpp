@@ -136,13 +136,13 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
     const int k = packed_input(p, v, si);
     const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
-    d.scatter_scales.push_back(sn->scale_format == ScaleFormat::e8m0 && !cvt && words && G > 1 && U % G == 0);
+    d.scatter_scales.push_back(mx_e8m0(*sn) && !cvt && words && G > 1 && U % G == 0);
   }
   for (const NodePtr& q : v.quantizes) {
     const int si = v.quantize_scale[size_t(&q - v.quantizes.data())];
     const int k = packed_input(p, v, si);
     const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
-    const bool e8m0 = q->args[1]->scale_format == ScaleFormat::e8m0;
+    const bool e8m0 = mx_e8m0(*q->args[1]);
     // E2M1 from the bf16 words by bf16x2 arithmetic (sm_90, no FP4 cvt): nearest-even, no flush.
     const bool w = target.sm() >= 90 && !target.hw_fp4_fp6() && q->elem == e2m1 && q->round == Round::nearest_even &&
                    !q->flush_subnormals && e8m0 && words && p.inputs()[size_t(k)].dtype == DType::bf16;
@@ -197,7 +197,7 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
     const bool along_r = b.axes[0] == plan.ax_r;
     const int items = along_r ? 8 : c.rows_per_thread, lanes = along_r ? int(b.sizes[0] / c.rows_per_thread) : 4;
     c.scatter_scales.push_back(packed_input(p, v, si) >= 0 && lanes >= 2 && items % lanes == 0 &&
-                               v.scales[size_t(si)]->scale_format == ScaleFormat::e8m0 && !f32_scales_output(p, v, si));
+                               mx_e8m0(*v.scales[size_t(si)]) && !f32_scales_output(p, v, si));
   }
   plan.smem_bytes = c.stages > 1 ? c.stages * columns_slot_bytes(c) : 0;
   // Static shared memory besides the ring: the staged scales (double-buffered when pipelined)

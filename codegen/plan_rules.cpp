@@ -16,9 +16,21 @@ NodePtr jagged_scale(const ValueSet& v) {
 }
 
 void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
+  for (const NodePtr& sn : v.scales)
+    if (sn->recipe == ScaleRecipe::generic)
+      throw UsageError(fmt::format("GPU generator: scale {} is a definition the CUDA generator has no code for yet "
+                                   "(only the library recipes of dsl/recipes.hpp); it runs on the CPU backends",
+                                   scale_definition(*sn)));
+  for (const NodePtr& sn : v.scales)
+    if (block_of(sn).whole())
+      throw UsageError(fmt::format("GPU generator: {} blocks a whole axis; such casts run on the CPU reference in this "
+                                   "version", block_of(sn).str()));
+  for (const NodePtr& q : v.quantizes)
+    if (q->saturate == Saturate::none)
+      throw UsageError("GPU generator: casts with Saturate::none run on the CPU backends in this version");
   if (const NodePtr sn = jagged_scale(v)) {
     // Jagged groups (MoE token groups): one cast, rank 2, elements and/or scales only.
-    if (p.rank() != 2 || v.scales.size() != 1 || v.quantizes.size() > 1 || sn->scale_format == ScaleFormat::e4m3)
+    if (p.rank() != 2 || v.scales.size() != 1 || v.quantizes.size() > 1 || tensor_amax_of(*sn))
       throw UsageError("GPU generator: jagged groups run on the GPU for one rank-2 E8M0 or FP32 cast; this pipeline "
                        "runs on the CPU reference");
     for (const Output& o : p.outputs())
@@ -28,9 +40,9 @@ void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
   }
   std::string tensor_amax;
   for (const NodePtr& sn : v.scales) {
-    if (sn->scale_format != ScaleFormat::e4m3) continue;
+    if (!tensor_amax_of(*sn)) continue;
     // NVFP4: the per-tensor amax comes from a pre-pass kernel (one per pipeline).
-    const std::string t = canonical(sn->args[1]);
+    const std::string t = canonical(tensor_amax_of(*sn));
     if (!tensor_amax.empty() && t != tensor_amax)
       throw UsageError("GPU generator: NVFP4 casts of two different values in one pipeline are not supported; "
                        "split the pipeline");
@@ -114,7 +126,7 @@ bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   bool along_r = false;
   for (const NodePtr& s : v.scales) {
     const BlockSpec& b = block_of(s);
-    if (s->scale_format == ScaleFormat::e4m3 || b.axes.size() != 1 || b.jagged()) return false;
+    if (tensor_amax_of(*s) || b.axes.size() != 1 || b.jagged()) return false;
     if (b.axes[0] == plan.ax_r) {
       if (b.sizes[0] != 16 && b.sizes[0] != 32 && b.sizes[0] != 64 && b.sizes[0] != 128) return false;
       along_r = true;

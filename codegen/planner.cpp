@@ -58,8 +58,8 @@ std::optional<PrePass> nvfp4_prepass(const Pipeline& p) {
   for (const Output& o : p.outputs()) {
     if (o.kind != OutputKind::scales && o.kind != OutputKind::elems) continue;
     const NodePtr& sn = o.kind == OutputKind::scales ? o.node : o.node->args[1];
-    if (sn->scale_format != ScaleFormat::e4m3) continue;
-    PrePass pre{pipeline({output("tamax", Amax(sn->args[1]))}), {}, 4};
+    if (!tensor_amax_of(*sn)) continue;
+    PrePass pre{pipeline({output("tamax", Amax(tensor_amax_of(*sn)))}), {}, 4};
     for (const InputDecl& in : pre.pipeline.inputs()) pre.inputs.push_back(p.input_index(in.name));
     return pre;
   }

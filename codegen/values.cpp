@@ -43,6 +43,12 @@ ValueSet collect_values(const Pipeline& p) {
   return v;
 }
 
+bool mx_e8m0(const Node& scale) {
+  return scale.recipe == ScaleRecipe::e8m0_rule || scale.recipe == ScaleRecipe::e8m0_exponent;
+}
+
+bool nvfp4(const Node& scale) { return scale.recipe == ScaleRecipe::nvfp4; }
+
 bool register_leaves(const NodePtr& n) {
   if (n->op == Op::vec_input || n->op == Op::dequant) return false;
   for (const NodePtr& a : n->args)

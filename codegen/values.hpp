@@ -22,6 +22,12 @@ struct ValueSet {
 /// Collects the distinct roots, scales and quantizations of `p`.
 ValueSet collect_values(const Pipeline& p);
 
+/// True for the MX E8M0 recipes (recipes::e8m0 rules and exponents): every multiplier is a power of
+/// two 2^-127..2^127 and every NaN element lies in a NaN block, which the tuned paths rely on.
+bool mx_e8m0(const Node& scale);
+/// True for NVFP4's recipes (recipes::nvfp4): the per-CTA multiplier tables and the tuned E2M1 paths.
+bool nvfp4(const Node& scale);
+
 /// True when every leaf of `n` is a full-rank input or a constant: the value can then be computed
 /// for out-of-range elements (from zero-filled registers) and masked afterwards, with no loads.
 bool register_leaves(const NodePtr& n);

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
 #include "dsl/limits.hpp"
+#include "dsl/recipes.hpp"
 
 namespace mxjit {
 namespace {
@@ -93,23 +95,85 @@ std::string value_name(const NodePtr& n) {
   return "";
 }
 
-bool is_scale_expression(const NodePtr& n) {
-  switch (n->op) {
-    case Op::amax_var: case Op::constant: case Op::add: case Op::sub: case Op::mul: case Op::div:
-    case Op::max: case Op::min: case Op::floor_log2: case Op::ceil_log2: case Op::neg: case Op::abs:
-      break;
-    default: return false;
-  }
-  for (const NodePtr& a : n->args)
-    if (!is_scale_expression(a)) return false;
-  return true;
+/// Where a scale expression may appear: what it may read.
+enum class Role : uint8_t { exponent, stored, factor };
+
+const char* role_name(Role r) {
+  return r == Role::exponent ? "the exponent" : r == Role::stored ? "ScaleDef::stored" : "ScaleDef::factor";
 }
 
-bool uses_amax_var(const NodePtr& n) {
-  if (n->op == Op::amax_var) return true;
+/// Throws UsageError (prefixed by `where`) unless `n` is a scale-expression value (want_cond false)
+/// or condition (true) that reads only what `role` may: amax_var everywhere, tamax_var outside
+/// exponents, stored_var in factors and conditions.
+void check_scale_expr(const std::string& what, const NodePtr& n, Role role, bool want_cond) {
+  const bool cond = is_condition(n->op);
+  if (cond != want_cond)
+    throw UsageError(fmt::format("{}: '{}' is {} where {} is expected", what, op_name(n->op),
+                                 cond ? "a condition" : "a value", want_cond ? "a condition" : "a value"));
+  switch (n->op) {
+    case Op::amax_var: case Op::constant: case Op::never: return;
+    case Op::tamax_var:
+      if (role == Role::exponent)
+        throw UsageError(fmt::format("{}: an E8M0 exponent reads amax_var() only, not tamax_var()", what));
+      return;
+    case Op::stored_var:
+      if (role != Role::factor)
+        throw UsageError(fmt::format("{}: stored_var() is the stored scale read back; only ScaleDef::factor, "
+                                     "zero_if and nan_if may read it, not {}", what, role_name(role)));
+      return;
+    case Op::select:
+      check_scale_expr(what, n->args[0], role, true);
+      check_scale_expr(what, n->args[1], role, false);
+      check_scale_expr(what, n->args[2], role, false);
+      return;
+    case Op::lor: case Op::land: case Op::lnot:
+      for (const NodePtr& a : n->args) check_scale_expr(what, a, role, true);
+      return;
+    case Op::isnan: case Op::isinf: case Op::eq: case Op::lt: case Op::le:
+    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::max: case Op::min: case Op::fmax:
+    case Op::fmin: case Op::neg: case Op::abs: case Op::floor_log2: case Op::ceil_log2: case Op::exp2:
+    case Op::pow2_floor: case Op::pow2_ceil:
+      for (const NodePtr& a : n->args) check_scale_expr(what, a, role, false);
+      return;
+    default: break;
+  }
+  throw UsageError(fmt::format(
+      "{}: '{}' is not a scale-expression operation (use amax_var(), tamax_var(), stored_var(), constants, "
+      "+ - * /, max, min, fmax, fmin, abs, floor_log2, ceil_log2, exp2, pow2_floor, pow2_ceil, what, isnan, "
+      "isinf, comparisons and || && !)",
+      what, op_name(n->op)));
+}
+
+bool reads(const NodePtr& n, Op var) {
+  if (n->op == var) return true;
   for (const NodePtr& a : n->args)
-    if (uses_amax_var(a)) return true;
+    if (reads(a, var)) return true;
   return false;
+}
+
+/// True when every value `n` can take is a power of two, +-0, +-Inf or NaN (what E8M0 stores).
+bool pow2_valued(const NodePtr& n) {
+  switch (n->op) {
+    case Op::constant: {
+      const double v = std::fabs(n->value);
+      int e = 0;
+      return !(v > 0 && v < INFINITY) || std::frexp(v, &e) == 0.5;
+    }
+    case Op::exp2: case Op::pow2_floor: case Op::pow2_ceil: return true;
+    case Op::neg: case Op::abs: return pow2_valued(n->args[0]);
+    case Op::mul: case Op::div: case Op::max: case Op::min: case Op::fmax: case Op::fmin:
+      return pow2_valued(n->args[0]) && pow2_valued(n->args[1]);
+    case Op::select: return pow2_valued(n->args[1]) && pow2_valued(n->args[2]);
+    default: return false;
+  }
+}
+
+NodePtr node_of(Op op, std::vector<NodePtr> args, int rank = 0) {
+  Node n;
+  n.op = op;
+  n.rank = rank;
+  n.args = std::move(args);
+  return make(std::move(n));
 }
 
 }  // namespace
@@ -167,17 +231,43 @@ Expr exp(Expr a) { return unary(Op::exp, std::move(a)); }
 Expr gelu(Expr a, Gelu kind) { return unary(kind == Gelu::tanh ? Op::gelu_tanh : Op::gelu_erf, std::move(a)); }
 Expr floor_log2(Expr a) { return unary(Op::floor_log2, std::move(a)); }
 Expr ceil_log2(Expr a) { return unary(Op::ceil_log2, std::move(a)); }
-
-Expr amax_var() {
+Expr floor_log2(Expr a, int mbits) {
+  if (mbits < 0 || mbits > 22)
+    throw UsageError(fmt::format("floor_log2(x, mbits={}): mbits is the number of mantissa bits kept, 0..22", mbits));
   Node n;
-  n.op = Op::amax_var;
+  n.op = Op::floor_log2;
+  n.rank = a.rank();
+  n.bits = mbits;
+  n.args = {a.node()};
   return Expr(make(std::move(n)));
+}
+Expr fmax(Expr a, Expr b) { return binary(Op::fmax, "fmax", std::move(a), std::move(b)); }
+Expr fmin(Expr a, Expr b) { return binary(Op::fmin, "fmin", std::move(a), std::move(b)); }
+Expr exp2(Expr e) { return unary(Op::exp2, std::move(e)); }
+Expr pow2_floor(Expr a) { return unary(Op::pow2_floor, std::move(a)); }
+Expr pow2_ceil(Expr a) { return unary(Op::pow2_ceil, std::move(a)); }
+
+Expr amax_var() { return Expr(node_of(Op::amax_var, {})); }
+Expr tamax_var() { return Expr(node_of(Op::tamax_var, {})); }
+Expr stored_var() { return Expr(node_of(Op::stored_var, {})); }
+
+Cond isnan(Expr x) { return Cond(node_of(Op::isnan, {x.node()})); }
+Cond isinf(Expr x) { return Cond(node_of(Op::isinf, {x.node()})); }
+Cond operator==(Expr a, Expr b) { return Cond(node_of(Op::eq, {a.node(), b.node()})); }
+Cond operator<(Expr a, Expr b) { return Cond(node_of(Op::lt, {a.node(), b.node()})); }
+Cond operator<=(Expr a, Expr b) { return Cond(node_of(Op::le, {a.node(), b.node()})); }
+Cond operator||(Cond a, Cond b) { return Cond(node_of(Op::lor, {a.node(), b.node()})); }
+Cond operator&&(Cond a, Cond b) { return Cond(node_of(Op::land, {a.node(), b.node()})); }
+Cond operator!(Cond a) { return Cond(node_of(Op::lnot, {a.node()})); }
+Cond never() { return Cond(node_of(Op::never, {})); }
+Expr where(Cond c, Expr a, Expr b) {
+  return Expr(node_of(Op::select, {c.node(), a.node(), b.node()}, joint_rank("where", a, b)));
 }
 
 Blocks blocks(Expr x, int axis, int64_t size) {
   const std::string where = fmt::format("blocks({}, axis={}, size={})", value_name(x.node()), axis, size);
   check_axis(where.c_str(), x, axis);
-  check_block_size(where, size);
+  if (size != kWholeAxis) check_block_size(where, size);
   Node n;
   n.op = Op::blocks;
   n.rank = x.rank();
@@ -193,7 +283,8 @@ Blocks blocks(Expr x, std::array<int, 2> axes, std::array<int64_t, 2> sizes) {
   check_axis(where.c_str(), x, axes[0]);
   check_axis(where.c_str(), x, axes[1]);
   if (axes[0] == axes[1]) throw UsageError(fmt::format("{}: the two block axes must differ", where));
-  for (int64_t s : sizes) check_block_size(where, s);
+  for (int64_t s : sizes)
+    if (s != kWholeAxis) check_block_size(where, s);
   Node n;
   n.op = Op::blocks;
   n.rank = x.rank();
@@ -239,76 +330,82 @@ Amax amax(Expr x) {
   return Amax(make(std::move(n)));
 }
 
-static void check_block_amax(const char* what, const Amax& a) {
+static void check_block_amax(const std::string& what, const Amax& a) {
   if (a.node()->op != Op::block_amax)
     throw UsageError(fmt::format("{}: needs a block amax, amax(blocks(...)); got a tensor amax", what));
+}
+
+Scale scale(Amax block_amax, ElemFormat elem, const ScaleDef& def) {
+  const std::string what = fmt::format("scale({}, {})", scale_format_name(def.format), elem.str());
+  check_block_amax(what, block_amax);
+  if (!def.stored)
+    throw UsageError(fmt::format("{}: ScaleDef::stored is missing (the FP32 expression of amax_var() to store)", what));
+  check_scale_expr(what + ": ScaleDef::stored", def.stored->node(), Role::stored, false);
+  if (def.factor) check_scale_expr(what + ": ScaleDef::factor", def.factor->node(), Role::factor, false);
+  if (def.zero_if) check_scale_expr(what + ": ScaleDef::zero_if", def.zero_if->node(), Role::factor, true);
+  if (def.nan_if) check_scale_expr(what + ": ScaleDef::nan_if", def.nan_if->node(), Role::factor, true);
+  if (def.format == ScaleFormat::e8m0 && !pow2_valued(def.stored->node()))
+    throw UsageError(fmt::format("{}: ScaleDef::stored '{}' is not a power of two; E8M0 stores powers of two only "
+                                 "(round it with exp2, pow2_floor or pow2_ceil)",
+                                 what, canonical(def.stored->node())));
+  if (def.clamp != Clamp::none && !(float(def.clamp_lo) <= float(def.clamp_hi)))
+    throw UsageError(fmt::format("{}: the clamp [{}, {}] is empty or not a number", what, def.clamp_lo, def.clamp_hi));
+  bool two_level = reads(def.stored->node(), Op::tamax_var);
+  for (const auto* c : {&def.zero_if, &def.nan_if})
+    two_level = two_level || (*c && reads((*c)->node(), Op::tamax_var));
+  two_level = two_level || (def.factor && reads(def.factor->node(), Op::tamax_var));
+  NodePtr tensor;
+  const NodePtr& blk = block_amax.node()->args[0];
+  if (two_level) {
+    if (blk->block.jagged())
+      throw UsageError(fmt::format("{}: a two-level scale (reading tamax_var()) needs fixed-size blocks, not jagged "
+                                   "groups", what));
+    Node t;
+    t.op = Op::tensor_amax;
+    t.rank = blk->rank;
+    t.args = {blk->args[0]};
+    tensor = make(std::move(t));
+  }
+  Node n = *recipes::scale_node(block_amax.node(), tensor, elem, def);
+  const recipes::Recognised r = recipes::recognise(n);
+  n.recipe = r.recipe;
+  n.rule = r.rule;
+  n.policy = r.policy;
+  n.convention = r.convention;
+  n.pow2 = r.pow2;
+  n.store_multiplier = r.store_multiplier;
+  n.exponent = r.exponent;
+  return Scale(make(std::move(n)));
 }
 
 Scale e8m0_scale(Amax block_amax, ElemFormat elem, ScaleRule rule, NanPolicy policy) {
   check_block_amax("e8m0_scale", block_amax);
   if (rule == ScaleRule::custom)
     throw UsageError("e8m0_scale: ScaleRule::custom takes the scale expression: e8m0_scale(amax, elem, expr)");
-  Node n;
-  n.op = Op::scale;
-  n.rank = block_amax.node()->rank;
-  n.scale_format = ScaleFormat::e8m0;
-  n.elem = elem;
-  n.rule = rule;
-  n.policy = policy;
-  n.args = {block_amax.node()};
-  return Scale(make(std::move(n)));
+  return scale(std::move(block_amax), elem, recipes::e8m0(elem, rule, policy));
 }
 
 Scale e8m0_scale(Amax block_amax, ElemFormat elem, Expr exponent, NanPolicy policy) {
   check_block_amax("e8m0_scale", block_amax);
-  if (!is_scale_expression(exponent.node()) || !uses_amax_var(exponent.node()))
-    throw UsageError(
-        "e8m0_scale(custom): the scale expression must be built from amax_var(), constants, + - * /, max, min, "
-        "floor_log2 and ceil_log2, and must use amax_var()");
-  Node n;
-  n.op = Op::scale;
-  n.rank = block_amax.node()->rank;
-  n.scale_format = ScaleFormat::e8m0;
-  n.elem = elem;
-  n.rule = ScaleRule::custom;
-  n.policy = policy;
-  n.args = {block_amax.node(), exponent.node()};
-  return Scale(make(std::move(n)));
+  check_scale_expr("e8m0_scale(custom): the exponent", exponent.node(), Role::exponent, false);
+  if (!reads(exponent.node(), Op::amax_var))
+    throw UsageError("e8m0_scale(custom): the scale expression must use amax_var()");
+  return scale(std::move(block_amax), elem, recipes::e8m0_exponent(std::move(exponent), policy));
 }
 
 Scale f32_scale(Amax block_amax, ElemFormat elem, F32ScaleOptions options) {
   check_block_amax("f32_scale", block_amax);
-  Node n;
-  n.op = Op::scale;
-  n.rank = block_amax.node()->rank;
-  n.scale_format = ScaleFormat::f32;
-  n.elem = elem;
-  n.store_multiplier = options.store_multiplier;
-  n.pow2 = options.pow2;
-  n.args = {block_amax.node()};
-  return Scale(make(std::move(n)));
+  return scale(std::move(block_amax), elem, recipes::f32_multiplier(elem, options));
 }
 
 Scale nvfp4_scale(Amax block_amax, Nvfp4Convention convention) {
   check_block_amax("nvfp4_scale", block_amax);
-  const NodePtr& blk = block_amax.node()->args[0];
-  if (blk->block.jagged())
+  if (block_amax.node()->args[0]->block.jagged())
     throw UsageError("nvfp4_scale: NVFP4 needs fixed-size blocks (16), not jagged groups");
-  Node t;
-  t.op = Op::tensor_amax;
-  t.rank = blk->rank;
-  t.args = {blk->args[0]};
-  Node n;
-  n.op = Op::scale;
-  n.rank = block_amax.node()->rank;
-  n.scale_format = ScaleFormat::e4m3;
-  n.elem = e2m1;
-  n.convention = convention;
-  n.args = {block_amax.node(), make(std::move(t))};
-  return Scale(make(std::move(n)));
+  return scale(std::move(block_amax), e2m1, recipes::nvfp4(convention));
 }
 
-Quantized cast(ElemFormat elem, Scaled scaled, Round round, Saturate, CastOptions options) {
+Quantized cast(ElemFormat elem, Scaled scaled, Round round, Saturate sat, CastOptions options) {
   const NodePtr& s = scaled.scale.node();
   const NodePtr& blk = s->args[0]->args[0];
   const std::string where = fmt::format("cast({}, {})", elem.str(), value_name(scaled.value.node()));
@@ -325,11 +422,16 @@ Quantized cast(ElemFormat elem, Scaled scaled, Round round, Saturate, CastOption
       if (size % 2 != 0)
         throw UsageError(fmt::format(
             "{}: FP4 packs two codes per byte, so the block size must be even; got {}", where, size));
+  if (sat == Saturate::none && !elem.has_nan())
+    throw UsageError(fmt::format("{}: Saturate::none turns overflow into NaN, and {} has no NaN", where, elem.str()));
+  if (sat == Saturate::none && round == Round::stochastic)
+    throw UsageError(fmt::format("{}: Saturate::none is for round-to-nearest casts, not stochastic rounding", where));
   Node n;
   n.op = Op::quantize;
   n.rank = blk->rank;
   n.elem = elem;
   n.round = round;
+  n.saturate = sat;
   n.seed = options.seed;
   n.offset = options.offset;
   n.flush_subnormals = options.flush_subnormals;
@@ -347,6 +449,9 @@ Expr dequantize(std::string codes, std::string scales, ElemFormat elem, ScaleFor
   check_block_size(fmt::format("dequantize('{}')", codes), block);
   if (elem.packed() && block % 2)
     throw UsageError(fmt::format("dequantize('{}'): FP4 codes pack two per byte; the block size must be even", codes));
+  if (scale_format == ScaleFormat::bf16)
+    throw UsageError(fmt::format("dequantize('{}'): scales stored as bf16 are not read back yet; use e8m0, e4m3 or f32",
+                                 scales));
   Node c;
   c.op = Op::input;
   c.name = std::move(codes);

@@ -11,6 +11,7 @@
 /// ```
 /// Every builder checks its arguments and throws UsageError naming the input, axis and rule.
 #include <array>
+#include <optional>
 #include <string>
 
 #include "dsl/ir.hpp"
@@ -66,9 +67,59 @@ inline Expr swiglu(Expr gate, Expr up) { return silu(std::move(gate)) * std::mov
 
 /// The block's amax inside a user scale expression.
 Expr amax_var();
-/// floor(log2(x)) / ceil(log2(x)) of an FP32, for user scale expressions.
+/// The tensor amax inside a two-level scale expression (NVFP4's per-tensor scale).
+Expr tamax_var();
+/// The stored scale as read back from its format (e.g. the E4M3 block scale's value), inside a
+/// factor or a block condition.
+Expr stored_var();
+/// floor(log2(x)) / ceil(log2(x)) of an FP32, for user scale expressions (exact; of 0: -Inf, of
+/// a negative or NaN: NaN, of +Inf: +Inf).
 Expr floor_log2(Expr a);
 Expr ceil_log2(Expr a);
+/// floor(log2(x)) once x's significand is rounded to `mbits` bits, ties to even, on its bit
+/// pattern (a carry moves to the next binade; subnormals round at 2^(-126 - mbits)): the EVEN rule.
+Expr floor_log2(Expr a, int mbits);
+/// Maximum / minimum ignoring NaN, as CUDA's fmaxf / fminf (NaN only when both are NaN;
+/// fmax(-0, +0) = +0, fmin = -0).
+Expr fmax(Expr a, Expr b);
+Expr fmin(Expr a, Expr b);
+/// 2^floor(e), exactly: subnormal down to 2^-149, 0 below that and for -Inf, +Inf from 2^128
+/// on, NaN for NaN. The power of two an exponent expression names.
+Expr exp2(Expr e);
+/// The largest power of two <= |x| with x's sign (subnormals exactly; +-0, +-Inf and NaN stay),
+/// e.g. Transformer Engine's `bits & 0xFF800000` on a normal x.
+Expr pow2_floor(Expr a);
+/// The smallest power of two >= |x| with x's sign (subnormals exactly; +Inf above 2^127; +-0,
+/// +-Inf and NaN stay): the exponent-bit ceil of DeepGEMM, vLLM and SGLang on a normal x.
+Expr pow2_ceil(Expr a);
+/// min(max(x, lo), hi), NaN propagating.
+inline Expr clamp(Expr x, Expr lo, Expr hi) { return min(max(std::move(x), std::move(lo)), std::move(hi)); }
+
+/// A condition inside a scale expression: true or false per block, never NaN.
+class Cond {
+ public:
+  explicit Cond(NodePtr n) : node_(std::move(n)) {}
+  const NodePtr& node() const { return node_; }
+
+ private:
+  NodePtr node_;
+};
+/// x is NaN; x is +-Inf.
+Cond isnan(Expr x);
+Cond isinf(Expr x);
+/// IEEE comparisons (false when an operand is NaN).
+Cond operator==(Expr a, Expr b);
+Cond operator<(Expr a, Expr b);
+Cond operator<=(Expr a, Expr b);
+inline Cond operator>(Expr a, Expr b) { return std::move(b) < std::move(a); }
+inline Cond operator>=(Expr a, Expr b) { return std::move(b) <= std::move(a); }
+Cond operator||(Cond a, Cond b);
+Cond operator&&(Cond a, Cond b);
+Cond operator!(Cond a);
+/// The condition that never holds.
+Cond never();
+/// `a` where `c` holds, else `b` (per block; both sides are evaluated, as a select).
+Expr where(Cond c, Expr a, Expr b);
 
 /// Group ends along an axis (int32 device tensor, cumulative ends, like torch's `offs`).
 struct Offsets {
@@ -136,6 +187,33 @@ Scale f32_scale(Amax block_amax, ElemFormat elem, F32ScaleOptions options = {});
 /// NVFP4: E4M3 block scale under an FP32 per-tensor scale from the tensor amax (docs/design.md §4).
 Scale nvfp4_scale(Amax block_amax, Nvfp4Convention convention);
 
+/// A scale written as the FP32 operations a recipe runs (the library of recipes is
+/// dsl/recipes.hpp; every rule above is one of its definitions):
+///
+///     amax    = max |x| over the block (NaN propagates, or with AmaxNan::ignore is skipped)
+///     stored  = S(amax_var, tamax_var)               written to the scale output in `format`
+///     s^      = stored as read back from `format`    (stored_var)
+///     factor  = F(amax_var, tamax_var, stored_var)   default 1 / stored_var
+///     element = clamp(x * factor)  or  clamp(x / factor) with Apply::divide, then the cast
+///
+/// In blocks where `zero_if` holds every element is +0, where `nan_if` holds every element is
+/// the format's NaN code (conditions of amax_var, tamax_var and stored_var). Every operation
+/// rounds once in FP32 (IEEE +, -, *, /); constants are FP32.
+struct ScaleDef {
+  ScaleFormat format = ScaleFormat::f32;  ///< how `stored` is written (E8M0: powers of two only)
+  std::optional<Expr> stored;             ///< required
+  std::optional<Expr> factor;             ///< default 1 / stored_var()
+  Apply apply = Apply::multiply;
+  std::optional<Cond> zero_if;            ///< default never
+  std::optional<Cond> nan_if;             ///< default never
+  Clamp clamp = Clamp::none;              ///< of the scaled elements, to [clamp_lo, clamp_hi]
+  double clamp_lo = 0, clamp_hi = 0;
+  AmaxNan amax_nan = AmaxNan::propagate;
+};
+/// The scale `def` for elements of `elem`. Throws UsageError naming the part of `def` that is not
+/// a valid scale (an expression reading what it may not, a non-power-of-two E8M0 value, ...).
+Scale scale(Amax block_amax, ElemFormat elem, const ScaleDef& def);
+
 /// A value divided by its scale, ready for `cast`.
 struct Scaled {
   Expr value;
@@ -161,6 +239,7 @@ class Quantized {
   NodePtr node_;
 };
 /// Casts `x / scale` to `elem`. The value must be the one the scale's blocks were taken of.
+/// Saturate::none needs a format with NaN (E4M3, E5M2).
 Quantized cast(ElemFormat elem, Scaled scaled, Round round = Round::nearest_even,
                Saturate sat = Saturate::finite, CastOptions options = {});
 

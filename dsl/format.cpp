@@ -34,8 +34,15 @@ std::string_view scale_format_name(ScaleFormat f) {
     case ScaleFormat::e8m0: return "e8m0";
     case ScaleFormat::e4m3: return "e4m3";
     case ScaleFormat::f32: return "f32";
+    case ScaleFormat::bf16: return "bf16";
   }
   return "?";
+}
+
+ScaleFormat scale_format_named(std::string_view name) {
+  for (ScaleFormat f : {ScaleFormat::e8m0, ScaleFormat::e4m3, ScaleFormat::f32, ScaleFormat::bf16})
+    if (scale_format_name(f) == name) return f;
+  throw UsageError(fmt::format("unknown scale format '{}': expected one of e8m0, e4m3, f32, bf16", name));
 }
 
 }  // namespace mxjit

@@ -90,13 +90,17 @@ ElemFormat elem_format_named(std::string_view name);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
 enum class ScaleFormat : uint8_t {
-  e8m0,  ///< MX: a power of two, byte = biased exponent (bias 127), 0xFF = NaN
+  e8m0,  ///< MX: a power of two, byte = the exponent field of |s| (bias 127): 0xFF for NaN and
+         ///< Inf, 0 for 2^-127 and below; only power-of-two expressions may be stored so
   e4m3,  ///< NVFP4: FP8 E4M3 block scale under an FP32 per-tensor scale
   f32,   ///< FP32 (the FP8 rowwise / per-group recipes)
+  bf16,  ///< bfloat16 (RNE; NaN stored as 0x7FC0)
 };
 #pragma GCC diagnostic pop
 
-/// "e8m0", "e4m3", "f32".
+/// "e8m0", "e4m3", "f32", "bf16".
 std::string_view scale_format_name(ScaleFormat f);
+/// The scale format named `name`; UsageError naming the known ones otherwise.
+ScaleFormat scale_format_named(std::string_view name);
 
 }  // namespace mxjit

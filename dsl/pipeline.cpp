@@ -1,6 +1,7 @@
 #include "dsl/pipeline.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -17,10 +18,11 @@ Output output(std::string name, Quantized q, Layout layout) {
 }
 
 Output output(std::string name, Scale s, Layout layout) {
-  DType dt = s.node()->scale_format == ScaleFormat::f32 ? DType::f32 : DType::u8;
-  if (layout.is_blocked() && s.node()->scale_format == ScaleFormat::f32)
-    throw UsageError(fmt::format("output('{}'): {} holds byte scales (E8M0/E4M3); FP32 scales take a permuted "
-                                 "layout", name, layout.str()));
+  const ScaleFormat f = s.node()->scale_format;
+  const DType dt = f == ScaleFormat::f32 ? DType::f32 : f == ScaleFormat::bf16 ? DType::bf16 : DType::u8;
+  if (layout.is_blocked() && dt != DType::u8)
+    throw UsageError(fmt::format("output('{}'): {} holds byte scales (E8M0/E4M3); {} scales take a permuted "
+                                 "layout", name, layout.str(), f == ScaleFormat::f32 ? "FP32" : "bf16"));
   return Output{std::move(name), OutputKind::scales, s.node(), std::move(layout), dt};
 }
 
@@ -94,8 +96,9 @@ struct Collector {
         if (n->block.jagged()) add({n->block.offsets, DType::i32, 1, InputDecl::offsets, n->block.axes[0]});
         return;
       case Op::scale:
-        // A custom scale expression is a function of amax, not of inputs.
-        for (size_t i = 0; i < n->args.size() && !(n->rule == ScaleRule::custom && i == 1); ++i) walk(n->args[i]);
+        // The scale's expressions are functions of the amaxes, not of inputs.
+        walk(n->args[kScaleAmax]);
+        if (const NodePtr& t = tensor_amax_of(*n)) walk(t);
         return;
       default:
         for (const NodePtr& a : n->args) walk(a);
@@ -129,7 +132,9 @@ std::vector<int64_t> scale_shape(const BlockSpec& spec, const std::vector<int64_
   std::vector<int64_t> s = shape;
   for (size_t i = 0; i < spec.axes.size(); ++i) {
     int a = spec.axes[i];
-    s[a] = spec.jagged() ? groups : ceil_div(shape[a], spec.sizes[i]);
+    s[a] = spec.jagged() ? groups
+           : spec.sizes[i] == kWholeAxis ? std::min<int64_t>(shape[a], 1)
+                                         : ceil_div(shape[a], spec.sizes[i]);
   }
   return s;
 }

@@ -609,11 +609,13 @@ std::string to_text(const Pipeline& p) {
     if (canonical(os.node) != canonical(snode))
       no_text_form(fmt::format("'{}' is not the scale that '{}' was cast with", sn, qn));
     const Recipe* recipe = nullptr;
-    const Family family = snode->scale_format == ScaleFormat::e8m0   ? Family::mx
-                          : snode->scale_format == ScaleFormat::e4m3 ? Family::nvfp4
-                                                                     : Family::fp32;
-    if (family == Family::mx && snode->rule == ScaleRule::custom)
+    if (snode->recipe == ScaleRecipe::e8m0_exponent)
       no_text_form(fmt::format("'{}' uses a custom scale expression", sn));
+    if (snode->recipe == ScaleRecipe::generic)
+      no_text_form(fmt::format("'{}' is a scale definition no recipe names: {}", sn, scale_definition(*snode)));
+    const Family family = snode->recipe == ScaleRecipe::e8m0_rule ? Family::mx
+                          : snode->recipe == ScaleRecipe::nvfp4   ? Family::nvfp4
+                                                                  : Family::fp32;
     for (const Recipe& r : kRecipes)
       if (r.family == family && r.elem == snode->elem) recipe = &r;
     if (!recipe)

@@ -41,6 +41,50 @@ inline Host random_bf16(std::vector<int64_t> shape, uint32_t seed) {
   return h;
 }
 
+/// The host's own JIT (LLVM ORC) runs `p` on `in`; every output byte must equal the reference's
+/// `out` (exit status 1 otherwise). Nothing without the LLVM backend.
+inline void check_cpu_backend(const mxjit::Pipeline& p, const std::vector<mxjit::TensorView>& in,
+                              const std::vector<Host>& out) {
+#if MXJIT_HAVE_LLVM
+  if (!mxjit::cpu::cpu_backend_available()) return;
+  std::vector<Host> got;
+  std::vector<mxjit::TensorView> gotv;
+  for (const Host& h : out) {
+    got.emplace_back(h.view.dtype, h.view.shape, h.view.strides);
+    std::fill(got.back().bytes.begin(), got.back().bytes.end(), uint8_t(0xA5));
+    gotv.push_back(got.back().view);
+  }
+  mxjit::cpu::cpu_jit(p)(in, gotv);
+  for (size_t o = 0; o < out.size(); ++o)
+    if (got[o].bytes != out[o].bytes) {
+      std::printf("MISMATCH in output '%s' between the LLVM CPU backend and the reference\n",
+                  p.outputs()[o].name.c_str());
+      std::exit(1);
+    }
+  std::printf("CPU backend (LLVM, %s): every output byte equals the CPU reference\n",
+              mxjit::cpu::cpu_target_name().c_str());
+#else
+  (void)p, (void)in, (void)out;
+#endif
+}
+
+/// The CPU reference's outputs of `p` on `inputs`, checked against the LLVM CPU backend: for
+/// pipelines the GPU generator does not take yet.
+inline std::vector<Host> run_cpu(const mxjit::Pipeline& p, std::vector<Host>& inputs, std::vector<int64_t> shape) {
+  std::vector<mxjit::TensorView> in;
+  for (Host& h : inputs) in.push_back(h.view);
+  std::vector<Host> out;
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    mxjit::OutputGeometry g = mxjit::output_geometry(p, int(o), shape);
+    out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
+  }
+  std::vector<mxjit::TensorView> outv;
+  for (Host& h : out) outv.push_back(h.view);
+  mxjit::reference::run(p, in, outv);
+  check_cpu_backend(p, in, out);
+  return out;
+}
+
 /// Runs `p` on the CPU reference; if a GPU is present, also through jit() and checks that every
 /// output byte matches. Without a GPU, compiles for sm_90a (NVRTC needs none; the kernel lands in
 /// the SQLite cache). Returns the reference outputs. Exit status 1 on a mismatch.
@@ -59,27 +103,7 @@ inline std::vector<Host> run(const mxjit::Pipeline& p, std::vector<Host>& inputs
   if (!mxjit::gpu_available()) {
     mxjit::jit(p, mxjit::Target::parse("sm_90a"));
     std::printf("no GPU (%s): compiled for sm_90a and cached\n", mxjit::gpu_unavailable_reason().c_str());
-#if MXJIT_HAVE_LLVM
-    // The host's own JIT (LLVM ORC) runs the same pipeline; it must equal the reference too.
-    if (mxjit::cpu::cpu_backend_available()) {
-      std::vector<Host> got;
-      std::vector<mxjit::TensorView> gotv;
-      for (Host& h : out) {
-        got.emplace_back(h.view.dtype, h.view.shape, h.view.strides);
-        std::fill(got.back().bytes.begin(), got.back().bytes.end(), uint8_t(0xA5));
-        gotv.push_back(got.back().view);
-      }
-      mxjit::cpu::cpu_jit(p)(in, gotv);
-      for (size_t o = 0; o < out.size(); ++o)
-        if (got[o].bytes != out[o].bytes) {
-          std::printf("MISMATCH in output '%s' between the LLVM CPU backend and the reference\n",
-                      p.outputs()[o].name.c_str());
-          std::exit(1);
-        }
-      std::printf("CPU backend (LLVM, %s): every output byte equals the CPU reference\n",
-                  mxjit::cpu::cpu_target_name().c_str());
-    }
-#endif
+    check_cpu_backend(p, in, out);
     return out;
   }
   mxjit::Kernel k = mxjit::jit(p);

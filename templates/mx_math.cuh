@@ -97,6 +97,90 @@ MX_HD float mx_ldexp(float p, int n) {
   return mx_fmul(m, mx_pow2(k));
 }
 
+// ---- scale-expression primitives (dsl/dsl.hpp; docs/numerics.md "Scale expressions") -------
+/// Count of leading zero bits of u (32 for 0).
+MX_HD int mx_clz(unsigned int u) {
+#ifdef __CUDA_ARCH__
+  return __clz(u);
+#else
+  return u == 0 ? 32 : __builtin_clz(u);
+#endif
+}
+/// max ignoring NaN (CUDA fmaxf): NaN only when both are; fmax(-0, +0) = +0 in either order.
+MX_HD float mx_fmax_num(float a, float b) {
+  if (mx_isnan(a)) return mx_isnan(b) ? mx_qnan() : b;
+  return mx_isnan(b) ? a : mx_fmax_nan(a, b);
+}
+/// min ignoring NaN (CUDA fminf): NaN only when both are; fmin(-0, +0) = -0 in either order.
+MX_HD float mx_fmin_num(float a, float b) {
+  if (mx_isnan(a)) return mx_isnan(b) ? mx_qnan() : b;
+  return mx_isnan(b) ? a : mx_fmin_nan(a, b);
+}
+/// floor(log2(u)) of a finite positive FP32 bit pattern, subnormals included; the pattern
+/// 0x7F800000 (a rounding carry out of the largest binade) gives 128.
+MX_HD int mx_floor_log2_pattern(unsigned int u) {
+  return u >= 0x00800000u ? (int)(u >> 23) - 127 : (31 - mx_clz(u)) - 149;
+}
+/// floor(log2(x)) as an FP32: exact for finite x > 0; 0 -> -Inf, +Inf -> +Inf, NaN or x < 0 ->
+/// NaN. With mbits >= 0, of x's bit pattern first rounded to mbits mantissa bits, ties to even
+/// (the carry may reach the next binade, 2^128 included; a pattern rounded to 0 gives -Inf).
+MX_HD float mx_floor_log2_value(float x, int mbits) {
+  unsigned int u = mx_as_uint(x);
+  if (mx_isnan(x) || (u >> 31 && u != 0x80000000u)) return mx_qnan();
+  u &= 0x7FFFFFFFu;
+  if (u == 0x7F800000u) return x;
+  const int sh = 23 - mbits;
+  if (mbits >= 0 && sh > 0) {
+    const unsigned int low = u & ((1u << sh) - 1u), half = 1u << (sh - 1);
+    unsigned int r = u >> sh;
+    if (low > half || (low == half && (r & 1u))) r += 1u;
+    u = r << sh;
+  }
+  if (u == 0) return mx_as_float(0xFF800000u);
+  return (float)mx_floor_log2_pattern(u);
+}
+/// ceil(log2(x)) as an FP32: exact for finite x > 0; 0 -> -Inf, +Inf -> +Inf, NaN or x < 0 -> NaN.
+MX_HD float mx_ceil_log2_value(float x) {
+  unsigned int u = mx_as_uint(x);
+  if (mx_isnan(x) || (u >> 31 && u != 0x80000000u)) return mx_qnan();
+  u &= 0x7FFFFFFFu;
+  if (u == 0x7F800000u) return x;
+  if (u == 0) return mx_as_float(0xFF800000u);
+  const int e = mx_floor_log2_pattern(u);
+  const bool pow2 = u >= 0x00800000u ? (u & 0x7FFFFFu) == 0 : (u & (u - 1u)) == 0;
+  return (float)(pow2 ? e : e + 1);
+}
+/// 2^floor(e) exactly: NaN -> NaN, e >= 128 -> +Inf, e < -149 -> +0 (so -Inf -> +0).
+MX_HD float mx_exp2_floor(float e) {
+  if (mx_isnan(e)) return mx_qnan();
+  if (e >= 128.0f) return mx_as_float(0x7F800000u);
+  if (e < -149.0f) return 0.0f;
+  int i = (int)e;  // truncates toward zero: step down for negative non-integers
+  if ((float)i > e) i -= 1;
+  return mx_pow2(i);
+}
+/// The largest power of two <= |x| with x's sign (subnormals exactly); +-0, +-Inf, NaN stay.
+MX_HD float mx_pow2_floor(float x) {
+  const unsigned int s = mx_as_uint(x) & 0x80000000u, u = mx_as_uint(x) & 0x7FFFFFFFu;
+  if (u == 0 || u >= 0x7F800000u) return mx_isnan(x) ? mx_qnan() : x;
+  return mx_as_float(s | (u >= 0x00800000u ? (u & 0x7F800000u) : (1u << (31 - mx_clz(u)))));
+}
+/// The smallest power of two >= |x| with x's sign (subnormals exactly; above 2^127: Inf);
+/// +-0, +-Inf, NaN stay.
+MX_HD float mx_pow2_ceil(float x) {
+  const unsigned int s = mx_as_uint(x) & 0x80000000u, u = mx_as_uint(x) & 0x7FFFFFFFu;
+  if (u == 0 || u >= 0x7F800000u) return mx_isnan(x) ? mx_qnan() : x;
+  if (u >= 0x00800000u) return mx_as_float(s | ((u & 0x7FFFFFu) ? (u & 0x7F800000u) + 0x00800000u : u));
+  return mx_as_float(s | ((u & (u - 1u)) == 0 ? u : (1u << (32 - mx_clz(u)))));
+}
+/// The E8M0 byte of a scale value: the exponent field of |s| (0xFF for NaN and Inf; 0 for
+/// 2^-127, subnormals and 0). Exact for the powers of two E8M0 holds.
+MX_HD unsigned int mx_e8m0_field(float s) { return (mx_as_uint(s) >> 23) & 0xFFu; }
+/// The value of an E8M0 byte: 2^(byte - 127) (byte 0 is the subnormal 2^-127), NaN for 0xFF.
+MX_HD float mx_e8m0_decode(unsigned int byte) {
+  return byte == 255u ? mx_qnan() : (byte == 0u ? mx_as_float(0x00400000u) : mx_as_float(byte << 23));
+}
+
 // ---- exp --------------------------------------------------------------------------------
 /// exp(hi + lo) as p * 2^n (p in [0.7, 1.42]); |lo| small next to ulp(hi). Cody-Waite reduction
 /// with ln2 in two parts (the first has 15 significant bits, so n * ln2_hi is exact), then a

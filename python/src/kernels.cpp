@@ -210,7 +210,7 @@ size_t pipeline_workspace_bytes(const Pipeline& p) {
   for (const Output& o : p.outputs()) {
     if (o.kind != OutputKind::scales && o.kind != OutputKind::elems) continue;
     const NodePtr& sn = o.kind == OutputKind::scales ? o.node : o.node->args[1];
-    if (sn->scale_format == ScaleFormat::e4m3) return 4;
+    if (tensor_amax_of(*sn)) return 4;
   }
   return 0;
 }

@@ -51,7 +51,7 @@ std::string CpuPlan::str() const {
   std::string inst;
   for (const ScaleInstance& i : instances)
     inst += fmt::format("{}(s{}{}{} {}x{}{})", inst.empty() ? "" : ",", i.scale, i.flush ? " flush" : "",
-                        i.jagged ? " jagged" : "", i.br, i.bc, i.tamax_slot >= 0 ? " nvfp4" : "");
+                        i.jagged ? " jagged" : "", i.br, i.bc, i.tamax_slot >= 0 ? " tamax" : "");
   return fmt::format("cpu-plan rank={} ax_r={} ax_c={} tile={}x{} batch=[{}] unit=[{}] offsets={} inst=[{}] slots={} "
                      "prepass={} name={}",
                      rank, ax_r, ax_c, tile_r, tile_c, fmt::join(batch_axes, ","), fmt::join(unit_axis, ","),
@@ -129,6 +129,9 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
     in.scale = s;
     in.flush = flush;
     const BlockSpec& b = block_of(vs.scales[size_t(s)]);
+    if (b.whole())
+      throw UsageError(fmt::format("CPU backend: {} blocks a whole axis; such casts run on the CPU reference in this "
+                                   "version", b.str()));
     in.jagged = b.jagged();
     if (!in.jagged) {
       in.br = plan.ax_r >= 0 ? b.size_along(plan.ax_r) : 1;
@@ -137,7 +140,7 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
         throw UsageError(fmt::format("CPU backend: blocks of {} along the jagged axis {} next to jagged groups are "
                                      "not lowered", in.br, jagged_axis));
     }
-    if (vs.scales[size_t(s)]->scale_format == ScaleFormat::e4m3) {
+    if (tensor_amax_of(*vs.scales[size_t(s)])) {  // a two-level scale: its tensor amax comes first
       in.tamax_slot = plan.slots++;
       plan.prepass = true;
     }

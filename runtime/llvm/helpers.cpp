@@ -1,6 +1,5 @@
 #include "runtime/llvm/helpers.hpp"
 
-#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -18,18 +17,6 @@ struct Fmt {
   int bits() const { return is_int ? 8 : 1 + ebits + mbits; }
   int bias() const { return is_int ? 0 : (1 << (ebits - 1)) - 1; }
 };
-
-/// floor(log2(a)) of a positive finite FP32 bit pattern, subnormals included (convert.cuh).
-int floor_log2_bits(uint32_t a) {
-  if (a == 0) return INT_MIN / 2;
-  return a >= 0x00800000u ? int(a >> 23) - 127 : (31 - __builtin_clz(a)) - 149;
-}
-
-int ceil_log2_bits(uint32_t a) {
-  const int e = floor_log2_bits(a);
-  const bool pow2 = a >= 0x00800000u ? (a & 0x7fffffu) == 0 : (a & (a - 1)) == 0;
-  return pow2 ? e : e + 1;
-}
 
 /// mx_encode_sw of templates/convert.cuh with the format as run-time values (SR only here).
 uint32_t encode_sw(float v, const Fmt& f, bool sr, uint32_t rnd) {
@@ -125,9 +112,15 @@ uint32_t format_word(const ElemFormat& f) {
 
 const std::vector<HelperSymbol>& helper_symbols() {
   static const std::vector<HelperSymbol> table = {
-      {"mxcpu_custom_byte", reinterpret_cast<void*>(&mxcpu_custom_byte)},
-      {"mxcpu_floor_log2f", reinterpret_cast<void*>(&mxcpu_floor_log2f)},
-      {"mxcpu_ceil_log2f", reinterpret_cast<void*>(&mxcpu_ceil_log2f)},
+      {"mxcpu_floor_log2", reinterpret_cast<void*>(&mxcpu_floor_log2)},
+      {"mxcpu_ceil_log2", reinterpret_cast<void*>(&mxcpu_ceil_log2)},
+      {"mxcpu_exp2", reinterpret_cast<void*>(&mxcpu_exp2)},
+      {"mxcpu_pow2_floor", reinterpret_cast<void*>(&mxcpu_pow2_floor)},
+      {"mxcpu_pow2_ceil", reinterpret_cast<void*>(&mxcpu_pow2_ceil)},
+      {"mxcpu_fmax_num", reinterpret_cast<void*>(&mxcpu_fmax_num)},
+      {"mxcpu_fmin_num", reinterpret_cast<void*>(&mxcpu_fmin_num)},
+      {"mxcpu_e8m0_decode", reinterpret_cast<void*>(&mxcpu_e8m0_decode)},
+      {"mxcpu_encode_nosat", reinterpret_cast<void*>(&mxcpu_encode_nosat)},
       {"mxcpu_encode_sr", reinterpret_cast<void*>(&mxcpu_encode_sr)},
       {"mxcpu_exp", reinterpret_cast<void*>(&mxcpu_exp)},
       {"mxcpu_sigmoid", reinterpret_cast<void*>(&mxcpu_sigmoid)},
@@ -146,27 +139,29 @@ using mxjit::cpu::detail::Fmt;
 
 extern "C" {
 
-uint32_t mxcpu_custom_byte(float e) {
-  if (std::isnan(e)) return 255u;
-  if (e <= -127.0f) return 0u;
-  if (e >= 127.0f) return 254u;
-  int i = int(e);  // truncates toward zero; step down for negative non-integers
-  if (float(i) > e) i -= 1;
-  return uint32_t(i + 127);
-}
+float mxcpu_floor_log2(float x, int32_t mbits) { return mx_floor_log2_value(x, mbits); }
+float mxcpu_ceil_log2(float x) { return mx_ceil_log2_value(x); }
+float mxcpu_exp2(float e) { return mx_exp2_floor(e); }
+float mxcpu_pow2_floor(float x) { return mx_pow2_floor(x); }
+float mxcpu_pow2_ceil(float x) { return mx_pow2_ceil(x); }
+float mxcpu_fmax_num(float a, float b) { return mx_fmax_num(a, b); }
+float mxcpu_fmin_num(float a, float b) { return mx_fmin_num(a, b); }
+float mxcpu_e8m0_decode(uint32_t byte) { return mx_e8m0_decode(byte & 0xffu); }
 
-float mxcpu_floor_log2f(float x) {
-  if (std::isnan(x) || x < 0) return mx_qnan();
-  if (x == 0) return -INFINITY;
-  if (std::isinf(x)) return x;
-  return float(mxjit::cpu::detail::floor_log2_bits(mx_as_uint(x)));
-}
-
-float mxcpu_ceil_log2f(float x) {
-  if (std::isnan(x) || x < 0) return mx_qnan();
-  if (x == 0) return -INFINITY;
-  if (std::isinf(x)) return x;
-  return float(mxjit::cpu::detail::ceil_log2_bits(mx_as_uint(x)));
+uint32_t mxcpu_encode_nosat(float y, uint32_t fmt) {
+  const Fmt f(fmt);
+  const uint32_t code = mxjit::cpu::detail::encode_sw(y, f, false, 0);
+  if (mx_isnan(y) || f.spec == 0 || f.is_int) return code;
+  // The largest magnitude's code, its value and the midpoint to the next (absent) grid value.
+  const uint32_t top = (1u << f.ebits) - 1u, max_field = f.spec == 2 ? top - 1u : top;
+  const uint32_t max_mant = f.spec == 1 ? (1u << f.mbits) - 2u : (1u << f.mbits) - 1u;
+  const uint32_t max_code = (max_field << f.mbits) | max_mant;
+  const float max = mxjit::cpu::detail::decode(max_code, f);
+  const float mid = mx_fadd(max, mx_pow2(int(max_field) - f.bias() - f.mbits - 1));
+  const float a = mx_fabs(y);
+  if (!(a > mid || (a == mid && (max_code & 1u)))) return code;
+  const uint32_t sign = (mx_as_uint(y) >> 31) << (f.bits() - 1);
+  return sign | (f.spec == 2 ? top << f.mbits : (1u << (f.bits() - 1)) - 1u);
 }
 
 uint32_t mxcpu_encode_sr(float y, uint32_t fmt, uint64_t seed, uint64_t offset, uint64_t index) {

@@ -31,11 +31,20 @@ const std::vector<HelperSymbol>& helper_symbols();
 }  // namespace mxjit::cpu::detail
 
 extern "C" {
-/// The E8M0 byte of a custom rule's exponent value (NaN -> 0xFF, clamped to [0, 254]).
-uint32_t mxcpu_custom_byte(float e);
-/// floor(log2(x)) / ceil(log2(x)) as FP32 for scale expressions (NaN, x < 0 -> NaN; 0 -> -Inf).
-float mxcpu_floor_log2f(float x);
-float mxcpu_ceil_log2f(float x);
+/// Scale-expression primitives: mx_math.cuh's mx_floor_log2_value (mbits < 0: exact),
+/// mx_ceil_log2_value, mx_exp2_floor, mx_pow2_floor, mx_pow2_ceil, mx_fmax_num, mx_fmin_num and
+/// mx_e8m0_decode.
+float mxcpu_floor_log2(float x, int32_t mbits);
+float mxcpu_ceil_log2(float x);
+float mxcpu_exp2(float e);
+float mxcpu_pow2_floor(float x);
+float mxcpu_pow2_ceil(float x);
+float mxcpu_fmax_num(float a, float b);
+float mxcpu_fmin_num(float a, float b);
+float mxcpu_e8m0_decode(uint32_t byte);
+/// RNE encode of `y` to format word `fmt` with Saturate::none: beyond +-max (on the grid
+/// extended by one step) and +-Inf give NaN with y's sign (E5M2: +-Inf); NaN -> the NaN code.
+uint32_t mxcpu_encode_nosat(float y, uint32_t fmt);
 /// Stochastic rounding of `y` to format word `fmt` with Philox4x32-10 word 0 of
 /// (counter {index, offset}, key seed).
 uint32_t mxcpu_encode_sr(float y, uint32_t fmt, uint64_t seed, uint64_t offset, uint64_t index);

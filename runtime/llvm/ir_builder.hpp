@@ -81,14 +81,8 @@ class Ir {
   llvm::Value* encode_rne(const ElemFormat& elem, llvm::Value* y);
   /// E4M3 code (i32, low 8 bits) -> its exact FP32 value (NaN for 0x7F / 0xFF).
   llvm::Value* e4m3_value(llvm::Value* code);
-  /// The E8M0 byte (i32) of a built-in rule for amax bits `m` (finite, non-zero), by the integer
-  /// algorithms of templates/convert.cuh; clamped to [0, 254].
-  llvm::Value* e8m0_rule(int rule, const ElemFormat& elem, llvm::Value* m);
 
  private:
-  llvm::Value* floor_log2_bits(llvm::Value* a);
-  llvm::Value* ceil_log2_bits(llvm::Value* a);
-  llvm::Value* clamp_biased(llvm::Value* e);
   void tag(llvm::Instruction* inst, int scope);
   std::vector<llvm::MDNode*> scopes_, noalias_;
 };

@@ -35,6 +35,6 @@ bool engine_available(std::string* reason);
 std::string host_target_name();
 
 /// The generator version of the CPU lowering (part of every cache key).
-inline constexpr const char* kCpuGeneratorVersion = "mxjit-cpu-1";
+inline constexpr const char* kCpuGeneratorVersion = "mxjit-cpu-2";
 
 }  // namespace mxjit::cpu::detail

@@ -67,7 +67,8 @@ struct BlockScale {
 };
 
 /// The scale of one block of instance `in` from its amax bits `m` (i32: |x| patterns, NaN above
-/// 0x7f800000), by the reference's rules (docs/design.md §4).
+/// 0x7f800000; for AmaxNan::ignore taken without the NaN elements), interpreting the scale's
+/// definition as the reference does (reference/scale_expr.hpp).
 BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, llvm::Value* m);
 
 /// Index of block (rb, cb) of the current tile in the scale tensor along `axis`.
@@ -77,7 +78,16 @@ llvm::Value* lower_scale_index(TileCtx& t, int axis, const ScaleInstance& in, ll
 /// strides, or the blocked 128x4 / 8x4 atom formula of dsl/layout.hpp with batches).
 llvm::Value* lower_scale_offset(TileCtx& t, int o, const ScaleInstance& in, llvm::Value* rb, llvm::Value* cb);
 
-/// Evaluates a custom scale expression for a block amax `amax` (f32).
-llvm::Value* lower_scale_expression(TileCtx& t, const NodePtr& n, llvm::Value* amax);
+/// The variables of a scale expression (f32 values; stored may be null before it is known).
+struct ScaleVarsIr {
+  llvm::Value *amax = nullptr, *tamax = nullptr, *stored = nullptr;
+};
+/// Evaluates scale-expression value `n` (f32) or condition `n` (i1) with one FP32 rounding per
+/// operation, the primitives through mx_math.cuh's own functions (helpers.hpp).
+llvm::Value* lower_scale_expr(Ir& ir, const NodePtr& n, const ScaleVarsIr& v);
+
+/// An element value `x` scaled by its block's factor under scale node `sn`: fp32(x * factor) or
+/// fp32(x / factor), then the scale's clamp.
+llvm::Value* lower_scale_element(Ir& ir, const Node& sn, llvm::Value* x, llvm::Value* factor);
 
 }  // namespace mxjit::cpu::detail

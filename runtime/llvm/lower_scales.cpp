@@ -1,4 +1,4 @@
-// Block scales (E8M0 rules incl. custom expressions, FP32, NVFP4) and where each block's scale is
+// Block scales (the scale's definition interpreted: dsl/dsl.hpp ScaleDef) and where each block's scale is
 // stored (linear / permuted strides or the blocked 128x4 / 8x4 atoms) — see lower.hpp.
 #include <fmt/format.h>
 
@@ -14,68 +14,97 @@ Value* ceil_div(Ir& ir, Value* n, int64_t d) { return ir.b.CreateSDiv(ir.b.Creat
 
 }  // namespace
 
+Value* lower_scale_expr(Ir& ir, const NodePtr& np, const ScaleVarsIr& v) {
+  const Node& n = *np;
+  auto& b = ir.b;
+  auto arg = [&](size_t i) { return lower_scale_expr(ir, n.args.at(i), v); };
+  auto f1 = [&](const char* helper) { return ir.call(helper, ir.f32, {ir.f32}, {arg(0)}); };
+  auto f2 = [&](const char* helper) { return ir.call(helper, ir.f32, {ir.f32, ir.f32}, {arg(0), arg(1)}); };
+  switch (n.op) {
+    case Op::amax_var: return v.amax;
+    case Op::tamax_var: return v.tamax;
+    case Op::stored_var:
+      if (!v.stored) break;
+      return v.stored;
+    case Op::constant: return ir.cf(float(n.value));
+    case Op::add: return b.CreateFAdd(arg(0), arg(1));
+    case Op::sub: return b.CreateFSub(arg(0), arg(1));
+    case Op::mul: return b.CreateFMul(arg(0), arg(1));
+    case Op::div: return b.CreateFDiv(arg(0), arg(1));
+    case Op::max: return ir.fmax_nan(arg(0), arg(1));
+    case Op::min: return ir.fmin_nan(arg(0), arg(1));
+    case Op::fmax: return f2("mxcpu_fmax_num");
+    case Op::fmin: return f2("mxcpu_fmin_num");
+    case Op::neg: return b.CreateFNeg(arg(0));
+    case Op::abs: return ir.fbits(ir.abs_bits(arg(0)));
+    case Op::floor_log2:
+      return ir.call("mxcpu_floor_log2", ir.f32, {ir.f32, ir.i32}, {arg(0), ir.c32(uint32_t(n.bits))});
+    case Op::ceil_log2: return f1("mxcpu_ceil_log2");
+    case Op::exp2: return f1("mxcpu_exp2");
+    case Op::pow2_floor: return f1("mxcpu_pow2_floor");
+    case Op::pow2_ceil: return f1("mxcpu_pow2_ceil");
+    case Op::select: return b.CreateSelect(arg(0), arg(1), arg(2));
+    case Op::isnan: return ir.is_nan(arg(0));
+    case Op::isinf: return b.CreateICmpEQ(ir.abs_bits(arg(0)), ir.c32(0x7f800000u));
+    case Op::eq: return b.CreateFCmpOEQ(arg(0), arg(1));
+    case Op::lt: return b.CreateFCmpOLT(arg(0), arg(1));
+    case Op::le: return b.CreateFCmpOLE(arg(0), arg(1));
+    case Op::lor: return b.CreateOr(arg(0), arg(1));
+    case Op::land: return b.CreateAnd(arg(0), arg(1));
+    case Op::lnot: return b.CreateNot(arg(0));
+    case Op::never: return b.getFalse();
+    default: break;
+  }
+  throw UsageError(fmt::format("CPU backend: '{}' is not a scale-expression operation here", op_name(n.op)));
+}
+
+Value* lower_scale_element(Ir& ir, const Node& sn, Value* x, Value* factor) {
+  auto& b = ir.b;
+  Value* y = sn.apply == Apply::divide ? b.CreateFDiv(x, factor) : b.CreateFMul(x, factor);
+  Value* lo = ir.cf(float(sn.clamp_lo));
+  Value* hi = ir.cf(float(sn.clamp_hi));
+  switch (sn.clamp) {
+    case Clamp::none: break;
+    case Clamp::propagate_nan: y = ir.fmin_nan(ir.fmax_nan(y, lo), hi); break;
+    case Clamp::ignore_nan:
+      y = ir.call("mxcpu_fmax_num", ir.f32, {ir.f32, ir.f32}, {y, lo});
+      y = ir.call("mxcpu_fmin_num", ir.f32, {ir.f32, ir.f32}, {y, hi});
+      break;
+  }
+  return y;
+}
+
 BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, Value* m) {
   Ir& ir = t.ir;
-  const Node& sn = *t.plan.values.scales[size_t(in.scale)];
-  const ElemFormat& f = sn.elem;
-  Value *byte = nullptr, *flag = nullptr, *mult = nullptr, *stored = nullptr;
   auto& b = ir.b;
+  const Node& sn = *t.plan.values.scales[size_t(in.scale)];
+  ScaleVarsIr v;
+  v.amax = ir.fbits(m);
+  v.tamax = in.tamax_slot >= 0 ? t.tamax[size_t(in.tamax_slot)] : ir.cf(0.0f);
+  Value* s = lower_scale_expr(ir, sn.args[kScaleStored], v);
+  Value *byte = nullptr, *stored = nullptr;
   switch (sn.scale_format) {
-    case ScaleFormat::e8m0: {
-      Value* rule;
-      if (sn.rule == ScaleRule::custom) {
-        rule = ir.call("mxcpu_custom_byte", ir.i32, {ir.f32}, {lower_scale_expression(t, sn.args.at(1), ir.fbits(m))});
-      } else {
-        const int code = sn.rule == ScaleRule::floor ? 0 : sn.rule == ScaleRule::rceil ? 1 : sn.rule == ScaleRule::ceil ? 2 : 3;
-        rule = ir.e8m0_rule(code, f, m);
-      }
-      Value* zero = b.CreateICmpEQ(m, ir.c32(0));
-      Value* inf_byte = ir.c32(sn.policy == NanPolicy::nan_block ? 255u : 254u);
-      byte = b.CreateSelect(b.CreateICmpUGT(m, ir.c32(0x7f800000u)), ir.c32(255),
-             b.CreateSelect(b.CreateICmpEQ(m, ir.c32(0x7f800000u)), inf_byte,
-             b.CreateSelect(zero, ir.c32(0), rule)));
-      flag = b.CreateSelect(b.CreateICmpEQ(byte, ir.c32(255)), ir.c32(2), b.CreateSelect(zero, ir.c32(1), ir.c32(0)));
-      // 2^(127 - byte): byte 254 is the subnormal 2^-127.
-      Value* rcp = b.CreateSelect(b.CreateICmpEQ(byte, ir.c32(254)), ir.c32(0x00400000u),
-                                  b.CreateShl(b.CreateSub(ir.c32(254), byte), 23));
-      mult = b.CreateSelect(b.CreateICmpEQ(flag, ir.c32(0)), ir.fbits(rcp), ir.cf(0.0f));
+    case ScaleFormat::e8m0:
+      byte = b.CreateAnd(b.CreateLShr(ir.bits(s), 23), ir.c32(0xffu));
+      v.stored = ir.call("mxcpu_e8m0_decode", ir.f32, {ir.i32}, {byte});
       break;
-    }
-    case ScaleFormat::f32: {
-      mult = b.CreateFDiv(ir.cf(float(f.max_normal())), ir.fmax_nan(ir.fbits(m), ir.cf(1e-12f)));
-      if (sn.pow2)  // r is +0, normal or NaN: clearing a normal r's mantissa rounds it down
-        mult = b.CreateSelect(b.CreateFCmpUNO(mult, mult), mult, ir.fbits(b.CreateAnd(ir.bits(mult), ir.c32(0xff800000u))));
-      stored = sn.store_multiplier ? mult : b.CreateFDiv(ir.cf(1.0f), mult);
-      flag = ir.c32(0);
+    case ScaleFormat::e4m3:
+      byte = ir.encode_rne(e4m3, s);
+      v.stored = ir.e4m3_value(byte);
       break;
-    }
-    case ScaleFormat::e4m3: {
-      // NVFP4 (docs/design.md §4), the reference's FP32 operations in the same order; everything that
-      // depends on the tensor amax t only is loop-invariant (hoisted by LICM).
-      Value* a = ir.fbits(m);
-      Value* ta = t.tamax[size_t(in.tamax_slot)];
-      if (sn.convention == Nvfp4Convention::te) {
-        Value* s_enc = b.CreateFDiv(ir.cf(2688.0f), ta);
-        s_enc = b.CreateSelect(b.CreateICmpEQ(ir.abs_bits(s_enc), ir.c32(0x7f800000u)), ir.cf(3.40282347e38f), s_enc);
-        s_enc = b.CreateSelect(b.CreateFCmpOEQ(ta, ir.cf(0.0f)), ir.cf(1.0f), s_enc);
-        Value* div6 = b.CreateFMul(s_enc, ir.cf(1.0f / 6.0f));
-        byte = ir.encode_rne(e4m3, b.CreateFMul(a, div6));
-        Value* den = b.CreateFMul(ir.e4m3_value(byte), b.CreateFDiv(ir.cf(1.0f), s_enc));
-        mult = b.CreateSelect(b.CreateFCmpOEQ(den, ir.cf(0.0f)), ir.cf(0.0f), b.CreateFDiv(ir.cf(1.0f), den));
-        flag = ir.c32(0);
-      } else {
-        Value* per_tensor = b.CreateFDiv(ta, ir.cf(2688.0f));
-        Value* zero = b.CreateFCmpOEQ(per_tensor, ir.cf(0.0f));
-        Value* ratio = b.CreateFDiv(b.CreateFDiv(a, ir.cf(6.0f)), per_tensor);
-        Value* scale = ir.encode_rne(e4m3, ir.fmin_nan(ir.fmax_nan(ratio, ir.cf(0x1p-6f)), ir.cf(448.0f)));
-        byte = b.CreateSelect(zero, ir.c32(0x08), scale);  // e4m3(2^-6) for the zero tensor
-        mult = b.CreateSelect(zero, ir.cf(0.0f),
-                              b.CreateFDiv(b.CreateFDiv(ir.cf(1.0f), per_tensor), ir.e4m3_value(byte)));
-        flag = b.CreateZExt(zero, ir.i32);
-      }
+    case ScaleFormat::bf16:
+      stored = s;
+      v.stored = ir.bf16_to_f32(ir.f32_to_bf16(s));
       break;
-    }
+    case ScaleFormat::f32:
+      stored = s;
+      v.stored = s;
+      break;
   }
+  Value* mult = lower_scale_expr(ir, sn.args[kScaleFactor], v);
+  Value* nan = lower_scale_expr(ir, sn.args[kScaleNanIf], v);
+  Value* zero = lower_scale_expr(ir, sn.args[kScaleZeroIf], v);
+  Value* flag = b.CreateSelect(nan, ir.c32(2), b.CreateSelect(zero, ir.c32(1), ir.c32(0)));
   return BlockScale{byte, flag, mult, stored};
 }
 

@@ -29,15 +29,23 @@ class TileEmitter {
     });
   }
 
-  /// max |x| (as bits) over root tile k; NaN anywhere gives a pattern above 0x7f800000.
-  Value* tile_amax(int k, bool flush) {
+  /// |x| as bits, NaN above 0x7f800000; with AmaxNan::ignore NaN counts as 0.
+  Value* amax_bits(Value* x, AmaxNan nan) {
+    Value* a = ir_.abs_bits(x);
+    if (nan == AmaxNan::propagate) return a;
+    return ir_.b.CreateSelect(ir_.b.CreateICmpUGT(a, ir_.c32(0x7f800000u)), ir_.c32(0), a);
+  }
+
+  /// max |x| (as bits) over root tile k; NaN anywhere gives a pattern above 0x7f800000 (unless
+  /// `nan` ignores it).
+  Value* tile_amax(int k, bool flush, AmaxNan nan = AmaxNan::propagate) {
     Value* acc = ir_.slot(ir_.i32, "amax");
     ir_.b.CreateStore(ir_.c32(0), acc);
     ir_.loop(ir_.c64(0), t_.nr, [&](Value* r) {
       ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) {
         Value* x = t_.tile_at(k, r, c);
         if (flush) x = ir_.flush(x);
-        ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), ir_.abs_bits(x)), acc);
+        ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), amax_bits(x, nan)), acc);
       });
     });
     return ir_.b.CreateLoad(ir_.i32, acc);
@@ -50,7 +58,9 @@ class TileEmitter {
 
   void prepass_amax() {
     for (const ScaleInstance& in : t_.plan.instances)
-      if (in.tamax_slot >= 0) atomic_max(in.tamax_slot, tile_amax(vs_.scale_root[size_t(in.scale)], in.flush));
+      if (in.tamax_slot >= 0)
+        atomic_max(in.tamax_slot, tile_amax(vs_.scale_root[size_t(in.scale)], in.flush,
+                                            vs_.scales[size_t(in.scale)]->amax_nan));
   }
 
   void output_amax() {
@@ -114,11 +124,12 @@ class TileEmitter {
   void scales_and_codes(int i, const std::vector<int>& qs) {
     const ScaleInstance& in = t_.plan.instances[size_t(i)];
     const int root = vs_.scale_root[size_t(in.scale)];
+    const AmaxNan nan = vs_.scales[size_t(in.scale)]->amax_nan;
     Value* nbc = ceil_div(t_.nc, in.bc);
     Value* nbr = in.jagged ? ir_.c64(1) : ceil_div(t_.nr, in.br);
     auto absx = [&](Value* r, Value* c) {
       Value* x = t_.tile_at(root, r, c);
-      return ir_.abs_bits(in.flush ? ir_.flush(x) : x);
+      return amax_bits(in.flush ? ir_.flush(x) : x, nan);
     };
     ir_.loop(ir_.c64(0), nbr, [&](Value* rb) {
       Value* rlo = in.jagged ? ir_.c64(0) : ir_.b.CreateMul(rb, ir_.c64(in.br));
@@ -163,7 +174,8 @@ class TileEmitter {
     for (size_t o = 0; o < t_.p.outputs().size(); ++o) {
       if (t_.plan.output_instance[o] != i) continue;
       Value* off = lower_scale_offset(t_, int(o), in, rb, cb);
-      if (s.stored) ir_.store(ir_.canonical(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
+      if (s.stored && t_.p.outputs()[o].dtype == DType::bf16) ir_.store(ir_.f32_to_bf16(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
+      else if (s.stored) ir_.store(ir_.canonical(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
       else ir_.store(ir_.b.CreateTrunc(s.byte, ir_.i8), t_.out_ptr[o], off, t_.sc_out[o]);
     }
   }
@@ -174,19 +186,22 @@ class TileEmitter {
   void encode_rows(int i, int q, Value* rlo, Value* rhi) {
     const ScaleInstance& in = t_.plan.instances[size_t(i)];
     const Node& qn = *vs_.quantizes[size_t(q)];
+    const Node& sn = *vs_.scales[size_t(in.scale)];
     const int root = vs_.scale_root[size_t(in.scale)];
     auto& b = ir_.b;
     const uint32_t nan_code = qn.elem.has_nan() ? (1u << (qn.elem.bits() - 1)) - 1u : 0u;
     auto encode = [&](Value* r, Value* c, Value* mult, Value* flag) {
       Value* x = t_.tile_at(root, r, c);
       if (qn.flush_subnormals) x = ir_.flush(x);
-      Value* y = b.CreateFMul(x, mult);
+      Value* y = lower_scale_element(ir_, sn, x, mult);
       Value* code;
       if (qn.round == Round::stochastic) {
         Value* lin = ir_.c64(0);
         for (int a = 0; a < t_.plan.rank; ++a) lin = b.CreateAdd(lin, b.CreateMul(t_.index(a, r, c), t_.dom_stride[size_t(a)]));
         code = ir_.call("mxcpu_encode_sr", ir_.i32, {ir_.f32, ir_.i32, ir_.i64, ir_.i64, ir_.i64},
                         {y, ir_.c32(format_word(qn.elem)), ir_.c64(int64_t(qn.seed)), ir_.c64(int64_t(qn.offset)), lin});
+      } else if (qn.saturate == Saturate::none) {
+        code = ir_.call("mxcpu_encode_nosat", ir_.i32, {ir_.f32, ir_.i32}, {y, ir_.c32(format_word(qn.elem))});
       } else {
         code = ir_.encode_rne(qn.elem, y);
       }

@@ -123,26 +123,4 @@ llvm::Value* lower_value(TileCtx& t, const NodePtr& np, llvm::Value* r, llvm::Va
   return v;
 }
 
-llvm::Value* lower_scale_expression(TileCtx& t, const NodePtr& np, llvm::Value* amax) {
-  Ir& ir = t.ir;
-  const Node& n = *np;
-  auto arg = [&](size_t i) { return lower_scale_expression(t, n.args.at(i), amax); };
-  switch (n.op) {
-    case Op::amax_var: return amax;
-    case Op::constant: return ir.cf(float(n.value));
-    case Op::add: return ir.b.CreateFAdd(arg(0), arg(1));
-    case Op::sub: return ir.b.CreateFSub(arg(0), arg(1));
-    case Op::mul: return ir.b.CreateFMul(arg(0), arg(1));
-    case Op::div: return ir.b.CreateFDiv(arg(0), arg(1));
-    case Op::max: return ir.fmax_nan(arg(0), arg(1));
-    case Op::min: return ir.fmin_nan(arg(0), arg(1));
-    case Op::neg: return ir.b.CreateFNeg(arg(0));
-    case Op::abs: return ir.fbits(ir.abs_bits(arg(0)));
-    case Op::floor_log2: return unary_helper(ir, "mxcpu_floor_log2f", arg(0));
-    case Op::ceil_log2: return unary_helper(ir, "mxcpu_ceil_log2f", arg(0));
-    default: break;
-  }
-  throw UsageError(fmt::format("CPU backend: '{}' is not allowed in a custom scale expression", op_name(n.op)));
-}
-
 }  // namespace mxjit::cpu::detail

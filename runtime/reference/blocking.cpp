@@ -65,7 +65,7 @@ BlockPartition partition(const BlockSpec& spec, std::span<const int64_t> domain,
         start = std::max<int64_t>(start, ends[g]);
       }
     } else {
-      for (int64_t i = 0; i < domain[a]; ++i) coord[a][size_t(i)] = i / size;
+      for (int64_t i = 0; i < domain[a]; ++i) coord[a][size_t(i)] = size == kWholeAxis ? 0 : i / size;
     }
   }
 

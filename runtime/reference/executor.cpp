@@ -230,7 +230,7 @@ class Run {
       else
         for (int a = 0; a < rank; ++a) off += idx[a] * view.strides[a];
       // off < 0: a grouped layout's scale past the last group end, which is not stored.
-      if (off >= 0 && s.format == ScaleFormat::f32) store_value(view, off, s.stored[size_t(b)]);
+      if (off >= 0 && !s.stored.empty()) store_value(view, off, s.stored[size_t(b)]);
       else if (off >= 0) static_cast<uint8_t*>(view.data)[off] = s.bytes[size_t(b)];
       for (int a = rank - 1; a >= 0; --a) {
         if (++idx[a] < shape[a]) break;

@@ -106,6 +106,21 @@ uint8_t encode_rne(ElemFormat f, float v) {
   return with_sign(f, g.codes[pick], negative);
 }
 
+uint8_t encode_rne(ElemFormat f, float v, Saturate sat) {
+  if (sat == Saturate::finite || std::isnan(v) || !f.has_nan() || f.is_int) return encode_rne(f, v);
+  const Grid& g = grid_of(f);
+  const double top = g.mags.back();
+  const double step = std::ldexp(1.0, f.emax() - f.mbits);  // the grid spacing of the top binade
+  const double a = std::fabs(double(v)), mid = top + step / 2;
+  // Beyond the midpoint to the next (absent) grid value, or on it when the even code is that value.
+  if (a > mid || (a == mid && (g.codes.back() & 1u))) {
+    const uint8_t sign = std::signbit(v) ? uint8_t(1u << (f.bits() - 1)) : uint8_t(0);
+    const int top_field = (1 << f.ebits) - 1;
+    return f.specials == Specials::ieee ? uint8_t((top_field << f.mbits) | sign) : uint8_t(nan_code(f) | sign);
+  }
+  return encode_rne(f, v);
+}
+
 uint8_t encode_sr(ElemFormat f, float v, uint32_t r) {
   if (std::isnan(v)) return nan_code(f);
   const Grid& g = grid_of(f);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "dsl/format.hpp"
+#include "dsl/ir.hpp"
 
 namespace mxjit::reference {
 
@@ -22,6 +23,11 @@ uint8_t max_code(ElemFormat elem);
 /// Finite values beyond the largest magnitude and +-Inf saturate to +-max; NaN -> nan_code();
 /// -0 and negative values that round to zero keep the sign bit (INT8 has no -0: 0x00).
 uint8_t encode_rne(ElemFormat elem, float v);
+
+/// encode_rne with Saturate::none: values that round beyond +-max (on the grid extended by one
+/// step) and +-Inf become NaN with their sign (E4M3: 0x7F / 0xFF) or +-Inf (E5M2), as torch's
+/// `.to(float8_*)`; NaN -> nan_code(). Saturate::finite is encode_rne.
+uint8_t encode_rne(ElemFormat elem, float v, Saturate sat);
 
 /// Stochastic rounding: with lo <= |v| < hi the neighbouring grid magnitudes, rounds up iff
 /// r < floor(2^32 (|v| - lo) / (hi - lo)); exactly representable values never change. Then

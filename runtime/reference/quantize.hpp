@@ -7,29 +7,24 @@
 
 #include "dsl/ir.hpp"
 #include "runtime/reference/blocking.hpp"
+#include "runtime/reference/scale_expr.hpp"
 
 namespace mxjit::reference {
 
-/// max |v| in FP32: NaN if any element is NaN, else the largest magnitude (Inf included);
-/// 0 for no elements.
-float amax_of(std::span<const float> values);
+/// max |v| in FP32: NaN if any element is NaN (AmaxNan::propagate; with ignore NaN elements are
+/// skipped), else the largest magnitude (Inf included); 0 for no elements.
+float amax_of(std::span<const float> values, AmaxNan nan = AmaxNan::propagate);
 
 /// amax_of() of every block of `bp` (elements in no block are skipped).
-std::vector<float> block_amaxes(std::span<const float> values, const BlockPartition& bp);
-
-/// What a block's elements become.
-enum class BlockMode : uint8_t {
-  scaled,  ///< fp32(v * multiplier), then encoded
-  zero,    ///< every element is +0 (E8M0 zero block; torchao NVFP4 with tensor amax 0)
-  nan,     ///< every element is the format's NaN code (0x00 without NaN): E8M0 scale 0xFF
-};
+std::vector<float> block_amaxes(std::span<const float> values, const BlockPartition& bp,
+                                AmaxNan nan = AmaxNan::propagate);
 
 /// The scales of one scale node over one domain.
 struct BlockScales {
   ScaleFormat format = ScaleFormat::e8m0;
   std::vector<uint8_t> bytes;      ///< E8M0 / E4M3 scale codes, one per block (row-major)
-  std::vector<float> stored;       ///< FP32 scales (ScaleFormat::f32), one per block
-  std::vector<float> multiplier;   ///< FP32 multiplier applied to the block's elements
+  std::vector<float> stored;       ///< FP32 / bf16 scales (the value before rounding to bf16), one per block
+  std::vector<float> multiplier;   ///< the factor the block's elements are multiplied (or divided) by
   std::vector<BlockMode> mode;     ///< per block
 };
 

@@ -2,6 +2,8 @@
 // and sm_100a; the sm_100a code uses the hardware FP4/FP6/E8M0 conversions and sm_90a does not;
 // generated source is self-contained, stable and carries its banner.
 #include <doctest/doctest.h>
+
+#include "dsl/recipes.hpp"
 #include <fmt/format.h>
 
 #include <future>
@@ -10,6 +12,7 @@
 
 #include "codegen/emit.hpp"
 #include "dsl/errors.hpp"
+#include "dsl/recipes.hpp"
 #include "dsl/text.hpp"
 #include "runtime/compile.hpp"
 #include "support/compile_variants.hpp"
@@ -254,7 +257,23 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
   auto sn = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
   Pipeline pn = pipeline({output("q", cast(e2m1, x / sn, Round::nearest_even, Saturate::finite, flush)), output("s", sn)});
   CHECK_THROWS_AS(generate(pn, Target::parse("sm_90a"), default_stride_class(pn)), UsageError);
-  (void)sf;
+  // Scale definitions no library recipe names, Saturate::none and whole-axis blocks: CPU only.
+  auto gpu_refuses = [](const Pipeline& p, const char* part) {
+    try {
+      generate(p, Target::parse("sm_90a"), default_stride_class(p));
+      FAIL_CHECK("generated: " << p.str());
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find(part) != std::string::npos);
+    }
+  };
+  ScaleDef def = recipes::f32_multiplier(e4m3, {});
+  def.apply = Apply::divide;
+  auto sd = scale(amax(blocks(x, 1, 32)), e4m3, def);
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / sd)), output("s", sd)}), "has no code for yet");
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / sf, Round::nearest_even, Saturate::none)), output("s", sf)}),
+              "Saturate::none");
+  auto sw = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), "blocks(1,whole) blocks a whole axis");
 }
 
 TEST_CASE("NVFP4 (both conventions, dim0 and dim1) compiles for sm_90a and sm_100a") {

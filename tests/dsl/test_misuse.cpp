@@ -221,3 +221,38 @@ TEST_CASE("layout: expert_col_major of rank < 2 resolves to the identity order (
   CHECK(Layout::expert_col_major().order(0).empty());
   CHECK(Layout::expert_col_major().order(3) == std::vector<int>{0, 2, 1});
 }
+
+TEST_CASE("misuse: a scale definition that is not a valid scale names the part and the rule") {
+  auto x = input("x", DType::bf16, rank(2));
+  const auto a = amax(blocks(x, 1, 32));
+  auto msg = [&](const ScaleDef& d) { return usage_message([&] { scale(a, e4m3, d); }); };
+  ScaleDef d;
+  CHECK(has(msg(d), "ScaleDef::stored is missing"));
+  d.stored = stored_var() * 2.0;
+  CHECK(has(msg(d), "stored_var() is the stored scale read back"));
+  d.stored = x * 2.0;
+  CHECK(has(msg(d), "ScaleDef::stored: 'input' is not a scale-expression operation"));
+  d.stored = amax_var() / 448.0;
+  d.factor = tamax_var() + x;
+  CHECK(has(msg(d), "ScaleDef::factor: 'input'"));
+  d.factor.reset();
+  d.format = ScaleFormat::e8m0;
+  CHECK(has(msg(d), "is not a power of two; E8M0 stores powers of two only"));
+  d.stored = pow2_ceil(amax_var() / 448.0);
+  CHECK_NOTHROW(scale(a, e4m3, d));
+  d.clamp = Clamp::ignore_nan;
+  d.clamp_lo = 1;
+  d.clamp_hi = -1;
+  CHECK(has(msg(d), "the clamp [1, -1] is empty"));
+  CHECK(has(usage_message([&] { e8m0_scale(a, e4m3, floor_log2(tamax_var())); }),
+            "an E8M0 exponent reads amax_var() only"));
+  CHECK(has(usage_message([&] { floor_log2(amax_var(), 30); }), "mbits is the number of mantissa bits kept, 0..22"));
+  ScaleDef two;
+  two.stored = amax_var() / tamax_var();
+  auto offs = offsets("offs");
+  CHECK(has(usage_message([&] { scale(amax(groups(x, 0, offs)), e4m3, two); }), "needs fixed-size blocks"));
+  const Scale s = e8m0_scale(amax(blocks(x, 1, 32)), e2m1, ScaleRule::floor);
+  CHECK(has(usage_message([&] { cast(e2m1, x / s, Round::nearest_even, Saturate::none); }),
+            "Saturate::none turns overflow into NaN, and e2m1 has no NaN"));
+  CHECK(has(usage_message([&] { scale_format_named("ue8m0"); }), "unknown scale format 'ue8m0'"));
+}

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dsl/errors.hpp"
+#include "dsl/recipes.hpp"
 #include "dsl/text.hpp"
 
 using namespace mxjit;
@@ -250,8 +251,17 @@ TEST_CASE("text: pipelines without a short text form") {
   Scale other = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
   CHECK(has(why(pipeline({output("q", q), output("s", other)})), "'s' is not the scale that 'q' was cast with"));
   // A custom scale rule, a user element format, FP32 scales for FP4.
-  Scale custom = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ceil_log2(amax_var() * (1.0 / 448)));
+  Scale custom = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ceil_log2(amax_var() * (1.0 / 448)) + 1.0);
   CHECK(has(why(pipeline({output("q", cast(e4m3, x / custom)), output("s", custom)})), "custom scale expression"));
+  // A custom expression that is a library rule's (RCEIL's) is that rule, and prints as it.
+  Scale rceil = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ceil_log2(amax_var() * (1.0 / 448)));
+  CHECK(to_text(pipeline({output("q", cast(e4m3, x / rceil)), output("s", rceil)})) ==
+        "bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:linear");
+  ScaleDef def = recipes::f32_multiplier(e4m3, {});
+  def.apply = Apply::divide;
+  Scale generic = scale(amax(blocks(x, 1, 32)), e4m3, def);
+  CHECK(has(why(pipeline({output("q", cast(e4m3, x / generic)), output("s", generic)})),
+            "a scale definition no recipe names"));
   const ElemFormat e3m3 = fp_format(3, 3);
   Scale su = e8m0_scale(amax(blocks(x, 1, 32)), e3m3, ScaleRule::floor);
   CHECK(has(why(pipeline({output("q", cast(e3m3, x / su)), output("s", su)})),

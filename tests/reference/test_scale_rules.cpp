@@ -214,3 +214,12 @@ TEST_CASE("scale rules: FP32 scales") {
   CHECK(std::isnan(f32_block_scale(e4m3, kNaN).multiplier));
   CHECK(f32_block_scale(e4m3, kInf).multiplier == 0.0f);
 }
+
+TEST_CASE("scale rules: EVEN's rounding carry out of the largest binade") {
+  // amax = (2 - 2^-4) * 2^127 rounds (3 mantissa bits, E4M3) to 2^128: 128 - 8 = 120, byte 247,
+  // as the kernels' mx_scale_even gives (the reference once took floor(log2) of FP32 Inf here).
+  const float a = std::ldexp(1.9375f, 127);
+  CHECK(e8m0_scale_byte(ScaleRule::even, NanPolicy::nan_block, e4m3, a) == 247);
+  CHECK(e8m0_scale_byte(ScaleRule::even, NanPolicy::nan_block, e4m3, std::nextafter(a, 0.0f)) == 246);
+  CHECK(e8m0_scale_byte(ScaleRule::even, NanPolicy::nan_block, e2m1, std::numeric_limits<float>::max()) == 253);  // 128 - 2
+}
