@@ -123,7 +123,8 @@ MX_HD int mx_floor_log2_pattern(unsigned int u) {
 }
 /// floor(log2(x)) as an FP32: exact for finite x > 0; 0 -> -Inf, +Inf -> +Inf, NaN or x < 0 ->
 /// NaN. With mbits >= 0, of x's bit pattern first rounded to mbits mantissa bits, ties to even
-/// (the carry may reach the next binade, 2^128 included; a pattern rounded to 0 gives -Inf).
+/// (the carry may reach the next binade, 2^128 included; a pattern rounded to 0 gives -Inf). A tie
+/// goes to the even significand: its last kept bit, or with mbits 0 its integer bit (as mx_scale_even).
 MX_HD float mx_floor_log2_value(float x, int mbits) {
   unsigned int u = mx_as_uint(x);
   if (mx_isnan(x) || (u >> 31 && u != 0x80000000u)) return mx_qnan();
@@ -133,7 +134,8 @@ MX_HD float mx_floor_log2_value(float x, int mbits) {
   if (mbits >= 0 && sh > 0) {
     const unsigned int low = u & ((1u << sh) - 1u), half = 1u << (sh - 1);
     unsigned int r = u >> sh;
-    if (low > half || (low == half && (r & 1u))) r += 1u;
+    const unsigned int odd = mbits > 0 ? (r & 1u) : (unsigned int)(r != 0u);
+    if (low > half || (low == half && odd)) r += 1u;
     u = r << sh;
   }
   if (u == 0) return mx_as_float(0xFF800000u);
