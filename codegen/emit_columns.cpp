@@ -421,7 +421,6 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
 // The fast path's condition for a tile at (t_r0, t_c0), the same for every thread of the CTA:
 // the tile is whole and every code store aligned.
 std::string whole_tile(const Ctx& x) {
-  const Plan& pl = x.plan;
   return fmt::format("t_r0 + {} <= n_r && t_c0 + {} <= n_c && {}", cols(x).tile_rows, cols(x).tile_cols, codes_aligned(x));
 }
 

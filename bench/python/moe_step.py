@@ -447,7 +447,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         say(bu.table(rows, ["mode", "ms per step", "casts % of GPU time", "torchao FP8 / mode", "bf16 / mode"]))
         if dist is not None:  # data-parallel: average the weight gradient, as a DP step would
             run_step(layer_fn("mxjit" if "mxjit" in modes else modes[0]), x, b_t, offs, grad_out)
-            g = b_t.grad.float()
+            g = b_t.grad.float().contiguous()  # B_t's gradient is column-major; NCCL reduces contiguous tensors
             dist.all_reduce(g)
             say(f"all-reduced grad_B over {world} ranks: finite={bool(torch.isfinite(g).all())}")
     import mxjit  # noqa: PLC0415
