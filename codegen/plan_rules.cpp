@@ -16,6 +16,12 @@ NodePtr jagged_scale(const ValueSet& v) {
 }
 
 void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
+  // Layouts the kernels place: strided ones (by the view's strides) and the blocked atoms.
+  for (const Output& o : p.outputs())
+    if (o.bound.pack > 1 || (!o.bound.strided() && !mxjit::detail::is_blocked(o.layout)))
+      throw UsageError(fmt::format("GPU generator: output '{}' in layout {} runs on the CPU reference only in this "
+                                   "version (the kernels write strided layouts and blocked128x4 / blocked8x4)",
+                                   o.name, o.layout.str()));
   if (const NodePtr sn = jagged_scale(v)) {
     // Jagged groups (MoE token groups): one cast, rank 2, elements and/or scales only.
     if (p.rank() != 2 || v.scales.size() != 1 || v.quantizes.size() > 1 || sn->scale_format == ScaleFormat::e4m3)
@@ -122,7 +128,7 @@ bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   }
   for (const Output& o : p.outputs()) {
     if (o.kind == OutputKind::scales) {
-      if (o.layout.is_grouped()) return false;
+      if (o.layout.grouped()) return false;
     } else if (o.kind == OutputKind::elems) {
       if (o.layout.order(p.rank()).back() != block_of(o.node).axes[0]) return false;
     } else {

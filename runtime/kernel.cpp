@@ -188,15 +188,16 @@ void Kernel::operator()(uint64_t stream, std::span<const TensorView> inputs, std
   std::shared_ptr<Loaded> l = state_->get(sc, detail::shape_class(b.shape));
   const detail::Plan& plan = l->plan;
   detail::Driver& drv = detail::Driver::get();
-  // Tensor amax (4 bytes, combined with atomicMax) and grouped scale layouts (the whole padded
-  // buffer: kernels write real scales only) start from zero, in stream order before the kernel.
+  // Tensor amax (4 bytes, combined with atomicMax), grouped scale layouts and padded strided
+  // ones (the whole buffer: kernels write real scales only) start from zero, in stream order
+  // before the kernel.
   for (int o : plan.zero_outputs)
     if (const int64_t bytes = b.outputs[size_t(o)].storage_bytes; bytes > 0)
       drv.check(drv.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(outputs[size_t(o)].data), 0, size_t(bytes),
                                     reinterpret_cast<CUstream>(stream)), "cuMemsetD8Async");
   if (b.empty) return;
   for (size_t o = 0; o < b.outputs.size(); ++o)
-    if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
+    if (detail::is_blocked(p.outputs()[o].layout) && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
       throw UsageError(fmt::format("launch: output '{}': a blocked scale tensor of {} bytes; the kernels address "
                                    "blocked scales with 32-bit offsets (< 4 GiB)", p.outputs()[o].name,
                                    b.outputs[o].storage_bytes));

@@ -49,6 +49,14 @@ std::vector<std::pair<std::string, Pipeline>> variants() {
   v.emplace_back("dim0+dim1 blocked", pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4()),
                                                  output("q1", cast(e4m3, x / s1), layout::col_major()),
                                                  output("s1", s1, layout::blocked_128x4())}));
+  // The peers' strided scale layouts (padded: the launcher zeroes the buffer first).
+  auto f0 = f32_scale(amax(blocks(x, 1, 128)), e4m3);
+  v.emplace_back("dim0 mn_major_tma fp32", pipeline({output("q", cast(e4m3, x / f0)), output("s", f0, layout::mn_major_tma())}));
+  v.emplace_back("dim1 mn_major_tma e8m0", pipeline({output("q", cast(e4m3, x / s1), layout::col_major()),
+                                                     output("s", s1, layout::mn_major_tma())}));
+  auto t = f32_scale(amax(blocks(x, {0, 1}, {128, 128})), e4m3);
+  v.emplace_back("gemm_ready_2d", pipeline({output("q", cast(e4m3, x / t)), output("r", t, layout::gemm_ready_2d()),
+                                            output("c", t, layout::gemm_ready_2d_t())}));
   return v;
 }
 
@@ -92,6 +100,17 @@ TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a") {
     }
   }
   MESSAGE("compiled " << compiled << " kernels");
+}
+
+TEST_CASE("layouts the kernels do not write yet are refused by name; padded strided ones are zeroed first") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 1, 128)), e4m3, ScaleRule::ceil);
+  const Pipeline packed = pipeline({output("q", cast(e4m3, x / s)), output("sp", s, layout::mn_major_tma_packed())});
+  CHECK_THROWS_WITH_AS(make_plan(packed, Target::parse("sm_90a"), default_stride_class(packed)),
+                       doctest::Contains("output 'sp' in layout mn_major_tma_packed"), UsageError);
+  const Pipeline mn = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma()), output("b", s, layout::blocked_128x4())});
+  const Plan pl = make_plan(mn, Target::parse("sm_90a"), default_stride_class(mn));
+  CHECK(pl.zero_outputs == std::vector<int>{1});  // the kernels write real scales only; blocked writes its padding
 }
 
 TEST_CASE("other stride classes compile: column-major, unaligned, no unit stride") {
@@ -204,9 +223,9 @@ TEST_CASE("direct kernel: one lane per block row computes a software-encoded cas
       CHECK(body(p, "sm_80").find(fetch) != std::string::npos);  // no FP8 cvt: software everywhere
       // Linear scales leave from the owner lane, inside the scale loop, not per row from the
       // block's first lane; blocked scales keep their gathered words.
-      const bool owner = !hw && !l.is_blocked();
+      const bool owner = !hw && !detail::is_blocked(l);
       CHECK((body(p, "sm_90a").find("from their owner lane") != std::string::npos) == owner);
-      CHECK((body(p, "sm_90a").find("(threadIdx.x % 4) == 0 && cc < n_c") != std::string::npos) == (hw && !l.is_blocked()));
+      CHECK((body(p, "sm_90a").find("(threadIdx.x % 4) == 0 && cc < n_c") != std::string::npos) == (hw && !detail::is_blocked(l)));
     }
   }
   auto x = input("x", DType::bf16, rank(2));

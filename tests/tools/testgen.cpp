@@ -167,7 +167,7 @@ int cmd_expect(int argc, char** argv) {
   std::vector<mxjit::OutputGeometry> geo;
   for (size_t o = 0; o < p.outputs().size(); ++o) {
     const mxjit::Output& po = p.outputs()[o];
-    if (!po.layout.is_blocked() && po.layout != mxjit::Layout::row_major()) {
+    if (!mxjit::detail::is_blocked(po.layout) && po.layout != mxjit::Layout::row_major()) {
       std::fprintf(stderr, "testgen expect: output '%s' must be row_major, linear or blocked\n", po.name.c_str());
       return 2;
     }
