@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "codegen/emit_expr.hpp"
+#include "codegen/layout_cuda.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
 #include "templates/templates.hpp"
@@ -519,7 +520,8 @@ void emit_tile_scales(Ctx& x, int o) {
   }
   // Consecutive threads take neighbouring bytes of the scale tensor: along its innermost axis
   // (linear) or its column axis (blocked: AC scales of an atom row are contiguous).
-  const int inner = mxjit::detail::is_blocked(out.layout) ? col_axis : out.bound.order().back();
+  const bool generic = generic_layout(out);  // stored through the layout's offset function
+  const int inner = mxjit::detail::is_blocked(out.layout) ? col_axis : generic ? pl.ax_c : out.bound.order().back();
   const bool r_fast = pl.ax_r >= 0 && inner == pl.ax_r;
   // Scale-tensor index along each axis.
   auto sidx = [&](int a) -> std::string {
@@ -539,6 +541,13 @@ void emit_tile_scales(Ctx& x, int o) {
     const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, atom_r, atom_r, atom_r);
     offset = fmt::format("{}mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)", base == "0" ? "" : base + " + ", atom_r, atom_c, sidx(row_axis),
                          sidx(col_axis));
+  } else if (generic) {
+    std::vector<std::string> index, shape;
+    for (int a = 0; a < pl.rank; ++a) {
+      index.push_back(sidx(a));
+      shape.push_back(fmt::format("P.out_shape[{}][{}]", o, a));
+    }
+    offset = cuda_offset(out.bound, index, shape);
   } else {
     for (int a = 0; a < pl.rank; ++a) offset += fmt::format("{}{} * P.out_stride[{}][{}]", offset.empty() ? "" : " + ", sidx(a), o, a);
   }
@@ -580,7 +589,7 @@ void emit_tile_scales(Ctx& x, int o) {
                          o, offset);
     x.out += "      }\n    } else\n";
   }
-  if (!atoms && !f32 && !out.layout.grouped() && full_inner % 4 == 0 && (!mxjit::detail::is_blocked(out.layout) || atom_c == 4)) {
+  if (!atoms && !f32 && !out.layout.grouped() && !generic && full_inner % 4 == 0 && (!mxjit::detail::is_blocked(out.layout) || atom_c == 4)) {
     // Whole, and not grown over padding (a tile narrower than the layout's atom could be both).
     std::string cond = fmt::format("whole && nsr == {} && nsc == {}", full_r, full_c);
     if (!mxjit::detail::is_blocked(out.layout)) cond += fmt::format(" && P.out_stride[{}][{}] == 1", o, inner);

@@ -57,6 +57,10 @@ std::vector<std::pair<std::string, Pipeline>> variants() {
   auto t = f32_scale(amax(blocks(x, {0, 1}, {128, 128})), e4m3);
   v.emplace_back("gemm_ready_2d", pipeline({output("q", cast(e4m3, x / t)), output("r", t, layout::gemm_ready_2d()),
                                             output("c", t, layout::gemm_ready_2d_t())}));
+  // Layouts stored through the offset function (codegen/layout_cuda.hpp): packed words, split axes.
+  v.emplace_back("packed ue8m0 + split", pipeline({output("q", cast(e4m3, x / s0)), output("sp", s0, layout::mn_major_tma_packed()),
+                                                   output("ss", s0, layout::modes({layout::rest, layout::rows / 16, layout::cols,
+                                                                                   layout::rows % 16}).align(layout::cols, 3))}));
   return v;
 }
 
@@ -102,15 +106,23 @@ TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a") {
   MESSAGE("compiled " << compiled << " kernels");
 }
 
-TEST_CASE("layouts the kernels do not write yet are refused by name; padded strided ones are zeroed first") {
+TEST_CASE("packed and split layouts: the tiled kernel stores them by the offset function; padded ones are zeroed first") {
   auto x = input("x", DType::bf16, rank(2));
   auto s = e8m0_scale(amax(blocks(x, 1, 128)), e4m3, ScaleRule::ceil);
   const Pipeline packed = pipeline({output("q", cast(e4m3, x / s)), output("sp", s, layout::mn_major_tma_packed())});
-  CHECK_THROWS_WITH_AS(make_plan(packed, Target::parse("sm_90a"), default_stride_class(packed)),
-                       doctest::Contains("output 'sp' in layout mn_major_tma_packed"), UsageError);
+  const Plan pp = make_plan(packed, Target::parse("sm_90a"), default_stride_class(packed));
+  CHECK(pp.kind == KernelKind::tiled);
+  CHECK(pp.zero_outputs == std::vector<int>{1});
+  // The offset: word (c/4)*A + r, byte c%4, A = roundup(R, 4), from the definition.
+  const std::string src = generate(packed, Target::parse("sm_90a"), default_stride_class(packed)).source;
+  CHECK(src.find("mx_i64((mx_u64(gc) % 4u))") != std::string::npos);
+  CHECK(src.find("((mx_u64(P.out_shape[1][0]) + 3u) / 4u * 4u)") != std::string::npos);
   const Pipeline mn = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma()), output("b", s, layout::blocked_128x4())});
   const Plan pl = make_plan(mn, Target::parse("sm_90a"), default_stride_class(mn));
   CHECK(pl.zero_outputs == std::vector<int>{1});  // the kernels write real scales only; blocked writes its padding
+  // Grouped layouts other than grouped_blocked128x4 run on the CPU.
+  const Pipeline g = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma().groups("offs", 0))});
+  CHECK_THROWS_WITH_AS(make_plan(g, Target::parse("sm_90a"), default_stride_class(g)), doctest::Contains("output 's'"), UsageError);
 }
 
 TEST_CASE("other stride classes compile: column-major, unaligned, no unit stride") {

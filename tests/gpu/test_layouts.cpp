@@ -5,7 +5,8 @@
 // tile columns or rows padded to 4). Row- and column-major inputs (direct and tiled kernels),
 // tails, random and adversarial values; outputs poisoned (reference 0xA5, GPU 0x5A) so an
 // unwritten padding byte is a mismatch; the guard bytes after each output must stay untouched.
-// Packed layouts (mn_major_tma_packed) run on the CPU only in this version: a UsageError here.
+// Packed UE8M0 words (mn_major_tma_packed) and other split layouts: the tiled kernel, through the
+// layout's offset function (codegen/layout_cuda.hpp).
 // Skips without a GPU.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -13,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "dsl/errors.hpp"
 #include "gpu/check.hpp"
 
 using namespace mxjit;
@@ -78,13 +78,25 @@ TEST_CASE("gemm_ready_2d scales on the GPU: 128x128 tiles, rowwise and columnwis
   CHECK(bad == 0);
 }
 
-TEST_CASE("packed scale layouts are refused by the GPU generator in this version, naming the output") {
+TEST_CASE("packed UE8M0 and split-axis scale layouts on the GPU (the offset function): dim0, dim1, batched") {
   MXJIT_REQUIRE_GPU();
-  auto x = input("x", DType::bf16, rank(2));
-  auto s = e8m0_scale(amax(blocks(x, 1, 128)), e4m3, ScaleRule::ceil);
-  const Pipeline p = pipeline({output("q", cast(e4m3, x / s)), output("sp", s, layout::mn_major_tma_packed())});
-  std::vector<HostTensor> in;
-  in.emplace_back(DType::bf16, std::vector<int64_t>{64, 512});
-  fill_random(in.back(), 1, false);
-  CHECK_THROWS_WITH_AS(check_against_reference(jit(p), in, "packed"), doctest::Contains("'sp'"), UsageError);
+  const std::vector<Layout> layouts = {
+      layout::mn_major_tma_packed(),
+      layout::modes({layout::rest, layout::rows / 16, layout::cols, layout::rows % 16}).align(layout::cols, 3)};
+  int64_t bad = 0;
+  for (const Layout& l : layouts)
+    for (int block_axis : {1, 0})
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{512, 1024}, {130, 1152}, {5, 128}, {257, 640}}) {
+        auto x = input("x", DType::bf16, rank(2));
+        auto s = e8m0_scale(amax(blocks(x, block_axis, 128)), e4m3, ScaleRule::ceil);
+        const Layout q_layout = block_axis == 1 ? layout::row_major() : layout::col_major();
+        const Pipeline p = pipeline({output("q", cast(e4m3, x / s), q_layout), output("s", s, l), output("s_linear", s)});
+        for (bool col_major : {false, true})
+          bad += check(p, DType::bf16, shape, col_major, fmt::format("{}, blocks along {}", l.str(), block_axis));
+      }
+  auto x3 = input("x", DType::bf16, rank(3));
+  auto s3 = e8m0_scale(amax(blocks(x3, 2, 128)), e4m3, ScaleRule::ceil);
+  bad += check(pipeline({output("q", cast(e4m3, x3 / s3)), output("s", s3, layout::mn_major_tma_packed())}), DType::bf16,
+               {3, 130, 512}, false, "packed, batched");
+  CHECK(bad == 0);
 }
