@@ -24,7 +24,7 @@ set(MXJIT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/mxjit)
 set(MXJIT_PUBLIC_HEADERS
   codegen/schedule.hpp codegen/target.hpp
   dsl/dsl.hpp dsl/dtype.hpp dsl/errors.hpp dsl/format.hpp dsl/geometry.hpp dsl/hash.hpp dsl/ir.hpp
-  dsl/layout.hpp dsl/peer_recipes.hpp dsl/pipeline.hpp dsl/recipes.hpp dsl/text.hpp
+  dsl/layout.hpp dsl/layout_bound.hpp dsl/peer_recipes.hpp dsl/pipeline.hpp dsl/recipes.hpp dsl/text.hpp
   runtime/device.hpp runtime/graph.hpp runtime/kernel.hpp runtime/prepared.hpp runtime/swizzle.hpp runtime/tensor.hpp
   runtime/reference/executor.hpp)
 if(MXJIT_WITH_LLVM)

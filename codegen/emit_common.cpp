@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "codegen/emit_expr.hpp"
+#include "codegen/layout_cuda.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
 #include "templates/templates.hpp"
@@ -33,7 +34,7 @@ std::string indent_lines(const std::string& text, const std::string& indent, boo
 
 bool has_grouped_layout(const Pipeline& p) {
   for (const Output& o : p.outputs())
-    if (o.layout.is_grouped()) return true;
+    if (o.layout.grouped()) return true;
   return false;
 }
 
@@ -43,7 +44,7 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
   const NodePtr& sn = x.v.scales.at(size_t(x.v.output_index.at(size_t(o))));
   const auto [ra, ca] = blocked_axes(block_of(sn), x.plan.rank);
   const int ga = out.layout.group_axis(), k = x.p.input_index(out.layout.group_offsets());
-  if (!out.layout.is_grouped() || out.dtype != DType::u8 || k < 0 || (ga != ra && ga != ca) ||
+  if (!out.layout.grouped() || out.dtype != DType::u8 || k < 0 || (ga != ra && ga != ca) ||
       (ra != x.plan.ax_r && ra != x.plan.ax_c) || (ca != x.plan.ax_r && ca != x.plan.ax_c))
     throw Error(fmt::format("mxjit internal: grouped_scale_store for output '{}' ({})", out.name, out.layout.str()));
   // The scale's (row, column) from its indices along the tile axes.
@@ -504,12 +505,12 @@ void emit_tile_scales(Ctx& x, int o) {
   const int64_t full_r = pl.ax_r >= 0 ? tile_r / br : 1, full_c = tile_c / bc;
   x.out += fmt::format("    const bool whole = nsr == {} && nsc == {};\n    (void)whole;\n", full_r, full_c);
   int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
-  if (out.layout.is_blocked()) {
+  if (mxjit::detail::is_blocked(out.layout)) {
     auto [ra, ca] = blocked_axes(b, pl.rank);
     row_axis = ra;
     col_axis = ca;
-    atom_r = out.layout.atom_rows();
-    atom_c = out.layout.atom_cols();
+    atom_r = mxjit::detail::blocked_atom(out.layout).first;
+    atom_c = mxjit::detail::blocked_atom(out.layout).second;
     if ((ra != pl.ax_r && ra != pl.ax_c) || (ca != pl.ax_r && ca != pl.ax_c))
       throw UsageError(fmt::format("GPU generator: blocked scales '{}' need their row and column axes on the tile axes",
                                    out.name));
@@ -519,7 +520,8 @@ void emit_tile_scales(Ctx& x, int o) {
   }
   // Consecutive threads take neighbouring bytes of the scale tensor: along its innermost axis
   // (linear) or its column axis (blocked: AC scales of an atom row are contiguous).
-  const int inner = out.layout.is_blocked() ? col_axis : out.layout.order(pl.rank).back();
+  const bool generic = generic_layout(out);  // stored through the layout's offset function
+  const int inner = mxjit::detail::is_blocked(out.layout) ? col_axis : generic ? pl.ax_c : out.bound.order().back();
   const bool r_fast = pl.ax_r >= 0 && inner == pl.ax_r;
   // Scale-tensor index along each axis.
   auto sidx = [&](int a) -> std::string {
@@ -529,7 +531,7 @@ void emit_tile_scales(Ctx& x, int o) {
   };
   // Where scale (gr, gc) goes: an offset from P.out[o] in scale elements.
   std::string offset, frame;
-  if (out.layout.is_blocked()) {
+  if (mxjit::detail::is_blocked(out.layout)) {
     std::string bexpr = "0";
     for (int a = 0; a < pl.rank; ++a)
       if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);
@@ -539,6 +541,13 @@ void emit_tile_scales(Ctx& x, int o) {
     const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, atom_r, atom_r, atom_r);
     offset = fmt::format("{}mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)", base == "0" ? "" : base + " + ", atom_r, atom_c, sidx(row_axis),
                          sidx(col_axis));
+  } else if (generic) {
+    std::vector<std::string> index, shape;
+    for (int a = 0; a < pl.rank; ++a) {
+      index.push_back(sidx(a));
+      shape.push_back(fmt::format("P.out_shape[{}][{}]", o, a));
+    }
+    offset = cuda_offset(out.bound, index, shape);
   } else {
     for (int a = 0; a < pl.rank; ++a) offset += fmt::format("{}{} * P.out_stride[{}][{}]", offset.empty() ? "" : " + ", sidx(a), o, a);
   }
@@ -560,7 +569,7 @@ void emit_tile_scales(Ctx& x, int o) {
                        rot ? fmt::format("(int(threadIdx.x) + {}) % {}", pl.threads - rot, pl.threads) : "int(threadIdx.x)", items, pl.threads);
   };
   const int64_t tile_sr = row_axis == pl.ax_r ? full_r : full_c, tile_sc = row_axis == pl.ax_r ? full_c : full_r;
-  const bool atoms = !f32 && out.layout.is_blocked() && !out.layout.is_grouped() && atom_r == 128 && atom_c == 4 &&
+  const bool atoms = !f32 && mxjit::detail::is_blocked(out.layout) && !out.layout.grouped() && atom_r == 128 && atom_c == 4 &&
                      tile_sr % 128 == 0 && tile_sc % 4 == 0;
   if (atoms) {
     const int64_t atoms_c = tile_sc / 4, items = tile_sr / 128 * atoms_c * 32, rot = x.scale_words % pl.threads;
@@ -580,10 +589,10 @@ void emit_tile_scales(Ctx& x, int o) {
                          o, offset);
     x.out += "      }\n    } else\n";
   }
-  if (!atoms && !f32 && !out.layout.is_grouped() && full_inner % 4 == 0 && (!out.layout.is_blocked() || atom_c == 4)) {
+  if (!atoms && !f32 && !out.layout.grouped() && !generic && full_inner % 4 == 0 && (!mxjit::detail::is_blocked(out.layout) || atom_c == 4)) {
     // Whole, and not grown over padding (a tile narrower than the layout's atom could be both).
     std::string cond = fmt::format("whole && nsr == {} && nsc == {}", full_r, full_c);
-    if (!out.layout.is_blocked()) cond += fmt::format(" && P.out_stride[{}][{}] == 1", o, inner);
+    if (!mxjit::detail::is_blocked(out.layout)) cond += fmt::format(" && P.out_stride[{}][{}] == 1", o, inner);
     x.out += fmt::format("    if ({}) {{  // a whole tile: 4 scales per thread\n", cond);
     // Each output's words start where the previous output's ended (threads rotated), so that
     // the outputs of a tile are stored by different threads at once.
@@ -610,9 +619,9 @@ void emit_tile_scales(Ctx& x, int o) {
   // NaN canonical (0x7fc00000) like the host, whatever payload the GPU's arithmetic made.
   if (f32) x.out += fmt::format("      const float val = s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb];\n", si);
   else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
-  if (out.layout.is_grouped())
+  if (out.layout.grouped())
     x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
-  else if (out.layout.is_blocked())
+  else if (mxjit::detail::is_blocked(out.layout))
     x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[{}] = val;\n", o, offset);
   else
     x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, offset);

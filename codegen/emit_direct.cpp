@@ -154,7 +154,7 @@ bool blocked_words(const Ctx& x, int o) {
 std::string blocked_frame(const Ctx& x, int o, const std::string& u, const std::string& ind) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
-  const int ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  const int ar = mxjit::detail::blocked_atom(out.layout).first, ac = mxjit::detail::blocked_atom(out.layout).second;
   const std::vector<int> ra = row_axes(pl);
   std::string batch = "0";
   for (size_t i = 0; i + 1 < ra.size(); ++i) batch = fmt::format("({}) * P.shape[{}] + ix{}_[{}]", batch, ra[i], ra[i], u);
@@ -174,21 +174,21 @@ void emit_scale_store(Ctx& x, int o, int s) {
   const std::string val = stored_scale(out, std::to_string(s));
   if (blocked_words(x, o))
     return void(x.out += fmt::format("    sb{0}[u / 4] |= (ok[u] ? mx_u32({1}) : 0u) << (8 * (u % 4));\n", o, val));
-  if (out.layout.is_blocked() && !out.layout.is_grouped()) {
+  if (mxjit::detail::is_blocked(out.layout) && !out.layout.grouped()) {
     // Blocked, one byte per block from its first lane; the grid covers the padding (zeros).
     const std::vector<int> ra = row_axes(pl);
     x.out += fmt::format("    if (row0 < rows && slot < pslots && (threadIdx.x % {}) == 0) {{\n", pl.direct().lanes_per_block);
     x.out += blocked_frame(x, o, "u", "      ");
     x.out += fmt::format("      const unsigned R = unsigned(ix{}_[u]);\n", ra.back());
-    if (out.layout.atom_rows() < pl.direct().pad_rows) x.out += "      if (R < Rp)\n";
+    if (mxjit::detail::blocked_atom(out.layout).first < pl.direct().pad_rows) x.out += "      if (R < Rp)\n";
     x.out += fmt::format("      static_cast<{}*>(P.out[{}])[base + mx_blocked_offset32<{}, {}>(R, unsigned(cc / {}), Cp)] = ok[u] ? {} : {}(0);\n    }}\n",
-                         t, o, out.layout.atom_rows(), out.layout.atom_cols(), pl.direct().block_cols, val, t);
+                         t, o, mxjit::detail::blocked_atom(out.layout).first, mxjit::detail::blocked_atom(out.layout).second, pl.direct().block_cols, val, t);
     return;
   }
   x.out += fmt::format("    if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.direct().lanes_per_block);
   x.out += fmt::format("      {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
   x.out += fmt::format("      const int C = cc / {};\n", pl.direct().block_cols);
-  if (out.layout.is_grouped()) return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ", "sp") + "    }\n");
+  if (out.layout.grouped()) return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ", "sp") + "    }\n");
   x.out += fmt::format("      sp[{}] = {};\n    }}\n", scale_offset(x, o, "C"), val);
 }
 
@@ -231,7 +231,7 @@ void emit_blocked_line(Ctx& x, int o) {
 void emit_blocked_words(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
-  const int G = pl.direct().lanes_per_block, U = pl.direct().chunks_per_thread, ar = out.layout.atom_rows(), ac = out.layout.atom_cols();
+  const int G = pl.direct().lanes_per_block, U = pl.direct().chunks_per_thread, ar = mxjit::detail::blocked_atom(out.layout).first, ac = mxjit::detail::blocked_atom(out.layout).second;
   if (x.plan.direct().blocked[size_t(o)] == BlockedStore::atom_lines) return emit_blocked_line(x, o);
   x.out += fmt::format("  {{  // blocked scales '{}': one 4-byte word (4 block columns of one row) per lane and round\n", out.name);
   x.out += fmt::format("    const unsigned lane = threadIdx.x & 31u, j = lane % {}u;\n", G);
@@ -293,7 +293,7 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
 // of which needed the byte back from its owner. Blocked and grouped scales keep their paths.
 bool owner_stores(const Ctx& x, int o) {
   const Output& out = x.p.outputs()[size_t(o)];
-  return out.kind == OutputKind::scales && out.dtype != DType::f32 && !out.layout.is_blocked() && !out.layout.is_grouped() &&
+  return out.kind == OutputKind::scales && out.dtype != DType::f32 && !mxjit::detail::is_blocked(out.layout) && !out.layout.grouped() &&
          scatter_scale(x, x.v.output_index[size_t(o)]);
 }
 

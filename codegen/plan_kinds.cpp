@@ -118,9 +118,9 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   plan.threads = s.threads ? s.threads : 256;
   plan.smem_bytes = 0;
   for (const Output& o : p.outputs())
-    if (o.kind == OutputKind::scales && o.layout.is_blocked() && !o.layout.is_grouped() && p.rank() >= 2) {
-      d.pad_rows = std::max(d.pad_rows, o.layout.atom_rows());
-      d.pad_block_cols = std::max(d.pad_block_cols, o.layout.atom_cols());
+    if (o.kind == OutputKind::scales && mxjit::detail::is_blocked(o.layout) && !o.layout.grouped() && p.rank() >= 2) {
+      d.pad_rows = std::max(d.pad_rows, mxjit::detail::blocked_atom(o.layout).first);
+      d.pad_block_cols = std::max(d.pad_block_cols, mxjit::detail::blocked_atom(o.layout).second);
     }
   // Rows between a thread's chunks: 32 with 128-row blocked scales and 4 chunks, so that a
   // thread's rows fill the 4 row slots of one 16-byte line of a 128x4 atom.
@@ -152,9 +152,9 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   }
   for (const Output& o : p.outputs()) {
     BlockedStore b = BlockedStore::none;
-    if (o.kind == OutputKind::scales && o.layout.is_blocked() && !o.layout.is_grouped()) {
-      const bool words = dtype_size(o.dtype) == 1 && o.layout.atom_cols() == 4 && G <= 8 && d.pad_rows % U == 0;
-      b = !words ? BlockedStore::bytes : (U == 4 && o.layout.atom_rows() == 128 && d.row_step == 32 ? BlockedStore::atom_lines : BlockedStore::words);
+    if (o.kind == OutputKind::scales && mxjit::detail::is_blocked(o.layout) && !o.layout.grouped()) {
+      const bool words = dtype_size(o.dtype) == 1 && mxjit::detail::blocked_atom(o.layout).second == 4 && G <= 8 && d.pad_rows % U == 0;
+      b = !words ? BlockedStore::bytes : (U == 4 && mxjit::detail::blocked_atom(o.layout).first == 128 && d.row_step == 32 ? BlockedStore::atom_lines : BlockedStore::words);
     }
     d.blocked.push_back(b);
   }
@@ -189,7 +189,7 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
   c.tile_cols = (plan.threads / 32 / warps_r) * (32 / c.lanes_along_rows) * 8;
   bool scales_blocked = true;
   for (const Output& out : p.outputs())
-    if (out.kind == OutputKind::scales && (!out.layout.is_blocked() || out.layout.is_grouped())) scales_blocked = false;
+    if (out.kind == OutputKind::scales && (!mxjit::detail::is_blocked(out.layout) || out.layout.grouped())) scales_blocked = false;
   // Bulk copy-out of the staged lines: sm_90+ with blocked scales (slower with linear ones).
   c.bulk_copy_out = c.stages == 1 && c.lines_padded && target.sm() >= 90 && scales_blocked;
   for (int si = 0; si < int(v.scales.size()); ++si) {

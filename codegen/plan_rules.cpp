@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "codegen/layout_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -28,6 +29,12 @@ void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
   for (const NodePtr& q : v.quantizes)
     if (q->saturate == Saturate::none)
       throw UsageError("GPU generator: casts with Saturate::none run on the CPU backends in this version");
+  // Grouped layouts other than grouped_blocked128x4, and any layout of the offset function
+  // (codegen/layout_cuda.hpp) beside jagged groups, run on the CPU.
+  for (const Output& o : p.outputs())
+    if ((o.layout.grouped() && !is_blocked(o.layout)) || (generic_layout(o) && jagged_scale(v)))
+      throw UsageError(fmt::format("GPU generator: output '{}' in layout {} runs on the CPU reference only in this "
+                                   "version", o.name, o.layout.str()));
   if (const NodePtr sn = jagged_scale(v)) {
     // Jagged groups (MoE token groups): one cast, rank 2, elements and/or scales only.
     if (p.rank() != 2 || v.scales.size() != 1 || v.quantizes.size() > 1 || tensor_amax_of(*sn))
@@ -108,12 +115,16 @@ bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan) {
   if (bsize == 0) bsize = 8;
   if (bsize % 8 != 0 || bsize / 8 > 32) return false;
   for (const Output& o : p.outputs())
-    if ((o.kind == OutputKind::elems || o.kind == OutputKind::values) && o.layout.order(p.rank()).back() != plan.ax_c) return false;
+    if (((o.kind == OutputKind::elems || o.kind == OutputKind::values) && o.layout.order(p.rank()).back() != plan.ax_c) ||
+        generic_layout(o))  // the tiled kernel stores those
+      return false;
   return true;
 }
 
 bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
   if (plan.ax_r < 0) return false;
+  for (const Output& o : p.outputs())
+    if (generic_layout(o)) return false;  // the tiled kernel stores those
   int tensors = 0;
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& in = p.inputs()[k];
@@ -136,7 +147,7 @@ bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   }
   for (const Output& o : p.outputs()) {
     if (o.kind == OutputKind::scales) {
-      if (o.layout.is_grouped()) return false;
+      if (o.layout.grouped()) return false;
     } else if (o.kind == OutputKind::elems) {
       if (o.layout.order(p.rank()).back() != block_of(o.node).axes[0]) return false;
     } else {

@@ -45,7 +45,7 @@ ParamLayout param_layout(const Pipeline& p) {
               {Param::out_stride, no * r}, {Param::out_shape, no * r}, {Param::tiles_r, 1}, {Param::tiles_c, 1},
               {Param::aux, 1}};
   for (const Output& o : p.outputs())
-    if (o.layout.is_grouped()) {
+    if (o.layout.grouped()) {
       l.fields.push_back({Param::in_extent, ni});
       break;
     }
@@ -96,8 +96,9 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
                                  "fit (shorter blocks do; the CPU backend and the reference run this cast)",
                                  tiled.tile_rows, tiled.tile_cols, tiled.value_tiles, tiled_smem, smem_cap / 1024));
   for (size_t i = 0; i < p.outputs().size(); ++i)
-    if (p.outputs()[i].kind == OutputKind::amax || p.outputs()[i].layout.is_grouped())
-      plan.zero_outputs.push_back(int(i));  // grouped: kernels write real scales only, never padding
+    if (const Output& o = p.outputs()[i]; o.kind == OutputKind::amax || o.layout.grouped() ||
+                                          (o.bound.pads() && !mxjit::detail::is_blocked(o.layout)))
+      plan.zero_outputs.push_back(int(i));  // grouped, padded strided: kernels write real scales only
   plan.prepass = nvfp4_prepass(p);
   plan.kind = choose_kind(p, v, plan, sc, schedule, fit);
   const Schedule s = fit_schedule(schedule, plan.kind, false, fit);

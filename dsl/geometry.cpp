@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <tuple>
+
 #include "dsl/errors.hpp"
 #include "dsl/limits.hpp"
 
@@ -29,32 +31,37 @@ OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int
       g.logical_shape = scale_shape(block_of(o.node), shape, groups);
       break;
   }
-  const int64_t elem_bytes = int64_t(dtype_size(o.dtype));
-  if (o.layout.is_blocked()) {
-    auto [row, col] = blocked_axes(block_of(o.node), p.rank());
-    g.row_axis = row;
-    g.col_axis = col;
+  const int64_t word_bytes = int64_t(dtype_size(o.dtype));
+  const BoundLayout& l = o.bound;
+  std::tie(g.row_axis, g.col_axis) = layout_roles(o, p.rank());
+  if (!o.layout.uses_roles()) g.row_axis = g.col_axis = -1;
+  if (o.layout.grouped()) {
     int64_t n = 0;
     try {
-      n = o.layout.storage_size(g.logical_shape, row, col, groups);
+      n = l.size_bound(g.logical_shape, groups);
     } catch (const UsageError& e) {
       throw UsageError(fmt::format("output '{}': {}", o.name, e.what()));
     }
-    g.view_shape = {n};
+    g.view_shape = {n / l.pack};
     g.view_strides = {1};
-    g.storage_bytes = n * elem_bytes;
-    return g;
-  }
-  g.view_shape = g.logical_shape;
-  if (o.kind == OutputKind::elems && o.node->elem.packed()) {
-    g.packed_axis = o.layout.order(p.rank()).back();
-    if (g.view_shape[g.packed_axis] % 2 != 0)
+  } else if (o.kind == OutputKind::elems && o.node->elem.packed()) {
+    g.packed_axis = l.order().back();
+    std::vector<int64_t> half = g.logical_shape;
+    if (half[size_t(g.packed_axis)] % 2 != 0)
       throw UsageError(fmt::format("output '{}': FP4 packs two codes per byte along axis {}, whose extent {} is odd",
-                                   o.name, g.packed_axis, g.view_shape[g.packed_axis]));
-    g.view_shape[g.packed_axis] /= 2;
+                                   o.name, g.packed_axis, half[size_t(g.packed_axis)]));
+    half[size_t(g.packed_axis)] /= 2;
+    g.view_shape = l.view_shape(half);
+    g.view_strides = l.view_strides(half);
+  } else {
+    try {
+      g.view_shape = l.view_shape(g.logical_shape);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("output '{}': {}", o.name, e.what()));
+    }
+    g.view_strides = l.view_strides(g.logical_shape);
   }
-  g.view_strides = o.layout.strides(g.view_shape);
-  g.storage_bytes = checked_element_count(fmt::format("output '{}'", o.name), g.view_shape) * elem_bytes;
+  g.storage_bytes = checked_element_count(fmt::format("output '{}'", o.name), g.view_shape) * word_bytes;
   return g;
 }
 

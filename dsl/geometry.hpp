@@ -13,18 +13,19 @@ namespace mxjit {
 /// Where one output's bytes go for a given domain shape.
 struct OutputGeometry {
   std::vector<int64_t> logical_shape;  ///< the logical tensor (domain, scale shape, or {1} for amax)
-  std::vector<int64_t> view_shape;     ///< the shape of the TensorView the caller passes
-  std::vector<int64_t> view_strides;   ///< its strides in elements (compact per the layout)
+  std::vector<int64_t> view_shape;     ///< the shape of the TensorView the caller passes: the padded
+                                       ///< tensor of storage words, or 1-D (BoundLayout::view_shape)
+  std::vector<int64_t> view_strides;   ///< its strides in words (compact per the layout)
   int64_t storage_bytes = 0;           ///< bytes the output occupies (padding included)
   int packed_axis = -1;                ///< FP4: the axis packed two codes per byte
-  int row_axis = -1, col_axis = -1;    ///< blocked layouts: the rows and columns axes
+  int row_axis = -1, col_axis = -1;    ///< scale layouts (Layout::uses_roles): the rows and columns axes
 };
 
 /// Geometry of output `index` of `p` for a domain of extents `shape`; `groups` is the number of
 /// jagged groups (the offsets input's extent) when the pipeline has groups.
 /// Throws UsageError when the extents do not suit the output (e.g. an odd FP4 packed extent).
-/// For a grouped scale layout (Layout::grouped_blocked_128x4) `groups` is the extent of its
-/// offsets input, and storage_bytes is the host-side upper bound (dsl/layout.hpp).
+/// For a grouped scale layout (Layout::groups) `groups` is the extent of its offsets input, and
+/// storage_bytes is the host-side upper bound (BoundLayout::size_bound).
 OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int64_t> shape, int64_t groups = 0);
 
 /// Group ends of a grouped scale layout in scale units: `ends` (cumulative, int32, in domain

@@ -1,332 +1,230 @@
+// The layout algebra's values: axes, modes, the combinators and binding to a value
+// (dsl/layout.hpp). The named definitions are in layouts.cpp, the text form in layout_text.cpp.
 #include "dsl/layout.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <tuple>
+#include <map>
+#include <numeric>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "dsl/dsl.hpp"
 #include "dsl/errors.hpp"
-#include "dsl/limits.hpp"
 
 namespace mxjit {
 
-Layout Layout::row_major() { Layout l; l.named_ = 1; return l; }
-Layout Layout::col_major() { Layout l; l.named_ = 2; return l; }
-Layout Layout::expert_col_major() { Layout l; l.named_ = 3; return l; }
+std::string Axis::str() const {
+  switch (kind_) {
+    case Kind::index: return std::to_string(value_);
+    case Kind::rows: return "r";
+    case Kind::cols: return "c";
+    case Kind::rest: return reversed_ ? "~*" : "*";
+  }
+  return "?";
+}
 
-Layout Layout::permuted(std::vector<int> order) {
-  std::vector<int> sorted = order;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != int(i))
-      throw UsageError(fmt::format("layout::permuted({}): the order must be a permutation of 0..{}",
-                                   fmt::join(order, ","), int(order.size()) - 1));
+std::string Mode::str() const {
+  std::string s = axis.str();
+  if (div != 1) s += fmt::format("/{}", div);
+  if (ext != 0) s += fmt::format("%{}", ext);
+  return s;
+}
+
+Mode operator/(const Mode& m, int64_t div) {
+  if (m.axis.kind() == Axis::Kind::rest) throw UsageError(fmt::format("layout mode {}/{}: `rest` is not split", m.str(), div));
+  if (div < 1) throw UsageError(fmt::format("layout mode {}/{}: the divisor must be >= 1", m.str(), div));
+  if (m.ext != 0)
+    throw UsageError(fmt::format("layout mode ({})/{}: split the axis itself (e.g. r/32%4), not a mode with an extent",
+                                 m.str(), div));
+  return Mode(m.axis, m.div * div, 0);
+}
+
+Mode operator%(const Mode& m, int64_t ext) {
+  if (m.axis.kind() == Axis::Kind::rest) throw UsageError(fmt::format("layout mode {}%{}: `rest` is not split", m.str(), ext));
+  if (ext < 1) throw UsageError(fmt::format("layout mode {}%{}: the extent must be >= 1", m.str(), ext));
+  if (m.ext != 0) throw UsageError(fmt::format("layout mode {}%{}: the mode already has extent {}", m.str(), ext, m.ext));
+  return Mode(m.axis, m.div, ext);
+}
+
+namespace {
+
+/// Checks that the modes of one axis chain up: divisors 1, e0, e0*e1, ..., the last whole.
+/// Returns the product of the constant extents (the alignment the splits need).
+int64_t check_chain(const std::string& text, const std::string& axis, std::vector<std::pair<int64_t, int64_t>> dm) {
+  std::sort(dm.begin(), dm.end());
+  for (size_t i = 1; i < dm.size(); ++i)
+    if (dm[i].first == dm[i - 1].first) throw UsageError(fmt::format("layout {}: axis {} is placed twice", text, axis));
+  int64_t expect = 1;
+  for (size_t i = 0; i < dm.size(); ++i) {
+    const auto [div, ext] = dm[i];
+    if (div != expect) {
+      throw UsageError(fmt::format("layout {}: the modes of axis {} skip {}/{}: its splits must chain "
+                                   "(divisors 1, e0, e0*e1, ...; e.g. r%32, r/32%4, r/128)",
+                                   text, axis, axis, expect));
+    }
+    const bool last = i + 1 == dm.size();
+    if (last && ext != 0)
+      throw UsageError(fmt::format("layout {}: axis {} has no whole outer mode ({}/{}); the last split of an axis "
+                                   "covers the rest of it", text, axis, axis, div * ext));
+    if (!last && ext == 0)
+      throw UsageError(fmt::format("layout {}: axis {} has a whole mode ({}/{}) below others; only its outermost "
+                                   "split is whole", text, axis, axis, div));
+    expect = last ? expect : div * ext;
+  }
+  return expect;
+}
+
+int64_t lcm64(int64_t a, int64_t b) { return std::lcm(a, b); }
+
+}  // namespace
+
+Layout Layout::modes(std::vector<Mode> modes) {
   Layout l;
-  bool identity = true;
-  for (size_t i = 0; i < order.size(); ++i) identity &= order[i] == int(i);
-  if (identity) { l.named_ = 1; return l; }  // canonical: one spelling per layout
-  l.order_ = std::move(order);
+  l.modes_ = std::move(modes);
+  const std::string text = l.definition();
+  if (l.modes_.empty()) throw UsageError("layout modes(): a layout needs at least one mode");
+  int rests = 0;
+  std::map<Axis, std::vector<std::pair<int64_t, int64_t>>> chains;
+  for (const Mode& m : l.modes_) {
+    if (m.axis.kind() == Axis::Kind::rest) ++rests;
+    else chains[m.axis].emplace_back(m.div, m.ext);
+  }
+  if (rests > 1) throw UsageError(fmt::format("layout {}: `rest` (*) appears {} times; at most once", text, rests));
+  for (const auto& [axis, dm] : chains) check_chain(text, axis.str(), dm);
   return l;
 }
 
-Layout Layout::blocked_128x4() { Layout l; l.kind_ = Kind::blocked; l.atom_rows_ = 128; l.atom_cols_ = 4; return l; }
-Layout Layout::blocked_8x4() { Layout l; l.kind_ = Kind::blocked; l.atom_rows_ = 8; l.atom_cols_ = 4; return l; }
+Layout Layout::align(Axis axis, int64_t m) const {
+  if (m < 1) throw UsageError(fmt::format("layout {}.align({},{}): the alignment must be >= 1", definition(), axis.str(), m));
+  if (axis.kind() == Axis::Kind::rest) throw UsageError(fmt::format("layout {}.align(*,{}): align a named axis", definition(), m));
+  int64_t own = 0;  // the splits' alignment: the product of the axis' constant extents
+  for (const Mode& md : modes_)
+    if (md.axis == axis) own = std::max<int64_t>(own, 1) * (md.ext ? md.ext : 1);
+  if (own == 0)
+    throw UsageError(fmt::format("layout {}.align({},{}): the layout does not place axis {}", definition(), axis.str(), m, axis.str()));
+  Layout l = *this;
+  int64_t a = lcm64(own, m);
+  for (auto it = l.align_.begin(); it != l.align_.end(); ++it)
+    if (it->first == axis) {
+      a = lcm64(a, it->second);
+      l.align_.erase(it);
+      break;
+    }
+  if (a != own) {  // one spelling per layout: only alignments beyond the splits' own
+    l.align_.emplace_back(axis, a);
+    std::sort(l.align_.begin(), l.align_.end());
+  }
+  return l;
+}
 
-Layout Layout::grouped_blocked_128x4(std::string offsets_name, int group_axis) {
-  if (offsets_name.empty())
-    throw UsageError("layout::grouped_blocked_128x4: the offsets name must not be empty");
+Layout Layout::pack(int p) const {
+  if (p < 1) throw UsageError(fmt::format("layout {}.pack({}): the packing must be >= 1", definition(), p));
+  if (pack_ != 1) throw UsageError(fmt::format("layout {}.pack({}): the layout is packed already", definition(), p));
+  if (p > 1 && modes_.back().ext != p)
+    throw UsageError(fmt::format("layout {}.pack({}): the innermost mode {} must have extent {} (the values one word "
+                                 "holds)", definition(), p, modes_.back().str(), p));
+  Layout l = *this;
+  l.pack_ = p;
+  return l;
+}
+
+Layout Layout::groups(std::string offsets_name, int group_axis) const {
+  const std::string what = fmt::format("layout {}.groups({},{})", definition(), group_axis, offsets_name);
+  if (offsets_name.empty()) throw UsageError(what + ": the offsets name must not be empty");
   for (char c : offsets_name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
-      throw UsageError(fmt::format("layout::grouped_blocked_128x4: offsets name '{}' uses letters, digits and '_' "
-                                   "only", offsets_name));
-  if (group_axis < 0)
-    throw UsageError(fmt::format("layout::grouped_blocked_128x4(offsets '{}'): group axis {} is negative",
-                                 offsets_name, group_axis));
-  Layout l = blocked_128x4();
+      throw UsageError(fmt::format("{}: offsets name '{}' uses letters, digits and '_' only", what, offsets_name));
+  if (group_axis < 0) throw UsageError(fmt::format("{}: group axis {} is negative", what, group_axis));
+  if (grouped()) throw UsageError(what + ": the layout has groups already");
+  Layout l = *this;
   l.group_offsets_ = std::move(offsets_name);
   l.group_axis_ = group_axis;
   return l;
 }
 
-Layout layout::grouped_blocked_128x4(const Offsets& ends, int group_axis) {
-  return Layout::grouped_blocked_128x4(ends.name, group_axis);
+bool Layout::uses_roles() const {
+  for (const Mode& m : modes_)
+    if (m.axis.kind() == Axis::Kind::rows || m.axis.kind() == Axis::Kind::cols) return true;
+  return false;
 }
 
-std::vector<int> Layout::order(int rank) const {
-  std::vector<int> o(rank);
-  switch (named_) {
-    case 1: for (int i = 0; i < rank; ++i) o[i] = i; return o;
-    case 2: for (int i = 0; i < rank; ++i) o[i] = rank - 1 - i; return o;
-    case 3:
-      if (rank < 2) {  // no expert axis to keep outermost: the identity order
-        for (int i = 0; i < rank; ++i) o[i] = i;
-        return o;
+bool Layout::is_permutation() const {
+  if (!align_.empty() || pack_ != 1 || grouped() || uses_roles()) return false;
+  for (const Mode& m : modes_)
+    if (m.div != 1 || m.ext != 0) return false;
+  return true;
+}
+
+BoundLayout Layout::bind(int rank, int rows, int cols) const {
+  BoundLayout b;
+  b.rank = rank;
+  b.text = str();
+  b.pack = pack_;
+  const std::string& text = b.text;
+  // Resolve the named axes; `rest` expands to those left.
+  auto resolve = [&](const Axis& a) -> int {
+    switch (a.kind()) {
+      case Axis::Kind::index: {
+        const int r = a.value() < 0 ? a.value() + rank : a.value();
+        if (r < 0 || r >= rank)
+          throw UsageError(fmt::format("layout {} places axis {}, but the value has rank {}", text, a.value(), rank));
+        return r;
       }
-      o[0] = 0;
-      for (int i = 1; i < rank; ++i) o[i] = rank - i;
-      return o;
-    default: return order_;
-  }
-}
-
-std::string Layout::check_rank(int rank) const {
-  if (is_grouped()) {
-    if (rank != 2) return fmt::format("{} needs a rank-2 scale tensor, got rank {}", str(), rank);
-    if (group_axis_ >= rank) return fmt::format("{}: group axis {} is out of range for rank {}", str(), group_axis_, rank);
-    return "";
-  }
-  if (kind_ == Kind::blocked) return rank >= 2 ? "" : fmt::format("{} needs a rank >= 2 tensor, got rank {}", str(), rank);
-  if (named_ == 3 && rank < 2) return fmt::format("expert_col_major needs rank >= 2, got rank {}", rank);
-  if (named_ == 0 && int(order_.size()) != rank)
-    return fmt::format("layout {} has rank {} but the value has rank {}", str(), order_.size(), rank);
-  return "";
-}
-
-namespace {
-
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-/// One atom grid: rows and columns of a (padded) matrix laid out as atoms.
-struct Atoms {
-  int64_t ar, ac;  // atom rows and columns
-  int64_t lines() const { return ar >= 32 ? 32 : ar; }  // 16-byte lines per 128x4 atom; 8 for 8x4
-  /// Offset of (r, c) in a matrix whose padded column count is `cp`.
-  int64_t offset(int64_t r, int64_t c, int64_t cp) const {
-    const int64_t l = lines();
-    const int64_t in_atom = (r % l) * (ac * (ar / l)) + ((r % ar) / l) * ac + c % ac;
-    return ((r / ar) * (cp / ac) + c / ac) * (ar * ac) + in_atom;
-  }
-  /// The inverse of offset(): (r, c) stored at `off` (every off < rp*cp is some padded (r, c)).
-  std::pair<int64_t, int64_t> index(int64_t off, int64_t cp) const {
-    const int64_t l = lines(), atom = ar * ac, k = off % atom, a = off / atom;
-    const int64_t line_bytes = ac * (ar / l);
-    const int64_t r_in = ((k % line_bytes) / ac) * l + k / line_bytes;
-    return {(a / (cp / ac)) * ar + r_in, (a % (cp / ac)) * ac + k % ac};
-  }
-};
-
-/// Padded starts of groups with scale-unit `ends`, each group's extent rounded up to `unit`.
-std::vector<int64_t> padded_starts(std::span<const int64_t> ends, int64_t unit) {
-  std::vector<int64_t> p(ends.size() + 1, 0);
-  int64_t prev = 0;
-  for (size_t g = 0; g < ends.size(); ++g) {
-    p[g + 1] = p[g] + round_up(ends[g] - prev, unit);
-    prev = ends[g];
-  }
-  return p;
-}
-
-/// The group holding scale coordinate `i` (the first with end > i), or -1 past the last end.
-int64_t group_of(std::span<const int64_t> ends, int64_t i) {
-  auto it = std::upper_bound(ends.begin(), ends.end(), i);
-  return it == ends.end() ? -1 : int64_t(it - ends.begin());
-}
-
-}  // namespace
-
-int64_t Layout::storage_size(std::span<const int64_t> shape, int row_axis, int col_axis, int64_t groups) const {
-  // Zero-aware and checked: a zero factor makes the storage empty whatever the other extents.
-  bool zero = false, over = false;
-  int64_t n = 1;
-  const auto take = [&](std::optional<int64_t> f) {
-    if (f && *f == 0) zero = true;
-    if (!f) over = true;
-    if (zero || over) return;
-    const std::optional<int64_t> p = checked_mul(n, *f);
-    if (!p || *p > kMaxElements) over = true;
-    else n = *p;
-  };
-  const auto padded = [&](int64_t extent, int64_t atom, bool grouped) -> std::optional<int64_t> {
-    const std::optional<int64_t> r = checked_round_up(extent, atom);
-    const std::optional<int64_t> g = checked_mul(atom, grouped ? groups : 0);
-    return r && g ? checked_add(*r, *g) : std::nullopt;
-  };
-  for (int a = 0; a < int(shape.size()); ++a) {
-    const bool grouped = is_grouped() && a == group_axis_;
-    if (kind_ == Kind::blocked && a == row_axis) take(padded(shape[a], atom_rows_, grouped));
-    else if (kind_ == Kind::blocked && a == col_axis) take(padded(shape[a], atom_cols_, grouped));
-    else take(shape[a]);
-  }
-  if (zero) return 0;
-  if (over)
-    throw UsageError(fmt::format("layout {}: the storage of extents [{}] holds more than {} elements, the limit of "
-                                 "one tensor", str(), fmt::join(shape, ","), limit_text(kMaxElements)));
-  return n;
-}
-
-std::vector<int64_t> Layout::strides(std::span<const int64_t> shape) const {
-  int rank = int(shape.size());
-  std::vector<int64_t> s(rank, 1);
-  std::vector<int> o = order(rank);
-  // Past INT64_MAX (only for an empty tensor, which holds no element) strides are given as 0.
-  std::optional<int64_t> acc = 1;
-  for (int i = rank - 1; i >= 0; --i) {
-    s[o[i]] = acc.value_or(0);
-    if (acc) acc = checked_mul(*acc, shape[o[i]]);
-  }
-  return s;
-}
-
-static void check_group_axis(const Layout& l, int row_axis, int col_axis) {
-  if (l.group_axis() != row_axis && l.group_axis() != col_axis)
-    throw UsageError(fmt::format("layout {}: the group axis {} is neither the scale rows axis {} nor the scale "
-                                 "columns axis {}", l.str(), l.group_axis(), row_axis, col_axis));
-}
-
-int64_t Layout::offset(std::span<const int64_t> index, std::span<const int64_t> shape, int row_axis,
-                       int col_axis, std::span<const int64_t> group_ends) const {
-  if (kind_ == Kind::permuted) {
-    std::vector<int64_t> s = strides(shape);
-    int64_t off = 0;
-    for (size_t a = 0; a < index.size(); ++a) off += index[a] * s[a];
-    return off;
-  }
-  const Atoms at{atom_rows_, atom_cols_};
-  const int64_t r = index[row_axis], c = index[col_axis];
-  const int64_t rp = round_up(shape[row_axis], atom_rows_), cp = round_up(shape[col_axis], atom_cols_);
-  if (is_grouped()) {
-    check_group_axis(*this, row_axis, col_axis);
-    const bool by_rows = group_axis_ == row_axis;
-    const int64_t i = by_rows ? r : c;
-    const int64_t g = group_of(group_ends, i);
-    if (g < 0) return -1;
-    const std::vector<int64_t> p = padded_starts(group_ends.first(size_t(g) + 1), by_rows ? atom_rows_ : atom_cols_);
-    const int64_t start = g == 0 ? 0 : group_ends[size_t(g) - 1];
-    if (by_rows) return at.offset(p[size_t(g)] + (r - start), c, cp);
-    const int64_t cg = p[size_t(g) + 1] - p[size_t(g)];
-    return p[size_t(g)] * rp + at.offset(r, c - start, cg);
-  }
-  // Batch index over all other axes, row-major.
-  int64_t b = 0;
-  for (int a = 0; a < int(shape.size()); ++a)
-    if (a != row_axis && a != col_axis) b = b * shape[a] + index[a];
-  return b * rp * cp + at.offset(r, c, cp);
-}
-
-std::optional<std::vector<int64_t>> Layout::index_at(int64_t off, std::span<const int64_t> shape, int row_axis,
-                                                     int col_axis, std::span<const int64_t> group_ends) const {
-  const int rank = int(shape.size());
-  if (off < 0) return std::nullopt;
-  std::vector<int64_t> idx(size_t(rank), 0);
-  if (kind_ == Kind::permuted) {
-    if (off >= storage_size(shape)) return std::nullopt;
-    const std::vector<int64_t> s = strides(shape);
-    const std::vector<int> o = order(rank);
-    for (int i = 0; i < rank; ++i) {  // outermost first: strides decrease along o
-      idx[size_t(o[i])] = s[size_t(o[i])] > 0 ? off / s[size_t(o[i])] : 0;
-      off -= idx[size_t(o[i])] * s[size_t(o[i])];
-    }
-    return idx;
-  }
-  const Atoms at{atom_rows_, atom_cols_};
-  const int64_t rows = shape[row_axis], cols = shape[col_axis];
-  const int64_t rp = round_up(rows, atom_rows_), cp = round_up(cols, atom_cols_);
-  if (is_grouped()) {
-    check_group_axis(*this, row_axis, col_axis);
-    const bool by_rows = group_axis_ == row_axis;
-    const std::vector<int64_t> p = padded_starts(group_ends, by_rows ? atom_rows_ : atom_cols_);
-    // The padded row (rows groups) or padded column (columns groups) the position falls in; the
-    // group whose padded range holds it (empty groups have empty ranges).
-    int64_t r = 0, c = 0, g = -1, key = 0;
-    if (by_rows) {
-      if (cp == 0) return std::nullopt;
-      std::tie(r, c) = at.index(off, cp);
-      key = r;
-    } else {
-      if (rp == 0) return std::nullopt;
-      key = off / rp;
-    }
-    for (size_t h = 0; h < group_ends.size(); ++h)
-      if (p[h] <= key && key < p[h + 1]) g = int64_t(h);
-    if (g < 0) return std::nullopt;
-    const int64_t start = g == 0 ? 0 : group_ends[size_t(g) - 1], n = group_ends[size_t(g)] - start;
-    if (by_rows) {
-      r = r - p[size_t(g)];
-      if (r >= n || c >= cols) return std::nullopt;
-      r += start;
-    } else {
-      std::tie(r, c) = at.index(off - p[size_t(g)] * rp, p[size_t(g) + 1] - p[size_t(g)]);
-      if (r >= rows || c >= n) return std::nullopt;
-      c += start;
-    }
-    idx[size_t(row_axis)] = r;
-    idx[size_t(col_axis)] = c;
-    return idx;
-  }
-  const int64_t slice = rp * cp;
-  if (slice == 0 || off >= storage_size(shape, row_axis, col_axis)) return std::nullopt;
-  auto [r, c] = at.index(off % slice, cp);
-  if (r >= rows || c >= cols) return std::nullopt;
-  int64_t b = off / slice;
-  for (int a = rank - 1; a >= 0; --a) {
-    if (a == row_axis || a == col_axis) continue;
-    idx[size_t(a)] = b % shape[size_t(a)];
-    b /= shape[size_t(a)];
-  }
-  idx[size_t(row_axis)] = r;
-  idx[size_t(col_axis)] = c;
-  return idx;
-}
-
-std::string Layout::str() const {
-  if (is_grouped()) return fmt::format("grouped_blocked{}x{}({},{})", atom_rows_, atom_cols_, group_axis_, group_offsets_);
-  if (kind_ == Kind::blocked) return fmt::format("blocked{}x{}", atom_rows_, atom_cols_);
-  switch (named_) {
-    case 1: return "row_major";
-    case 2: return "col_major";
-    case 3: return "expert_col_major";
-    default: return fmt::format("perm({})", fmt::join(order_, ","));
-  }
-}
-
-Layout Layout::parse(const std::string& text) {
-  if (text == "row_major" || text == "linear") return row_major();
-  if (text == "col_major") return col_major();
-  if (text == "expert_col_major") return expert_col_major();
-  if (text == "blocked128x4") return blocked_128x4();
-  if (text == "blocked8x4") return blocked_8x4();
-  if (text.starts_with("grouped_blocked128x4")) {
-    const std::string rest = text.substr(20);
-    const size_t comma = rest.find(',');
-    if (!rest.starts_with("(") || !rest.ends_with(")") || comma == std::string::npos)
-      throw UsageError(fmt::format("layout '{}': expected grouped_blocked128x4(axis,offsets), e.g. "
-                                   "grouped_blocked128x4(0,offs)", text));
-    const std::string axis = rest.substr(1, comma - 1), name = rest.substr(comma + 1, rest.size() - comma - 2);
-    int a = -1;
-    try {
-      size_t used = 0;
-      a = std::stoi(axis, &used);
-      if (used != axis.size()) throw std::invalid_argument(axis);
-    } catch (const std::exception&) {
-      throw UsageError(fmt::format("layout '{}': '{}' is not an axis number", text, axis));
-    }
-    return grouped_blocked_128x4(name, a);
-  }
-  if (text.starts_with("perm(") && text.ends_with(")")) {
-    std::vector<int> order;
-    std::string body = text.substr(5, text.size() - 6);
-    size_t pos = 0;
-    while (pos <= body.size()) {
-      size_t comma = body.find(',', pos);
-      std::string item = body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      try {
-        size_t used = 0;
-        order.push_back(std::stoi(item, &used));
-        if (used != item.size()) throw std::invalid_argument(item);
-      } catch (const std::exception&) {
-        throw UsageError(fmt::format("layout '{}': '{}' is not an axis number", text, item));
+      case Axis::Kind::rows:
+      case Axis::Kind::cols: {
+        if (cols < 0)
+          throw UsageError(fmt::format("{} is a scale layout (it places the scale rows r and columns c), which only "
+                                       "scales of 1-D blocks take", text));
+        if (rows < 0) throw UsageError(fmt::format("{} needs a rank >= 2 tensor, got rank {}", text, rank));
+        return a.kind() == Axis::Kind::rows ? rows : cols;
       }
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
+      case Axis::Kind::rest: break;
     }
-    return permuted(order);
+    return -1;
+  };
+  bool has_rest = false;
+  std::vector<Axis> named;
+  for (const Mode& m : modes_) {
+    if (m.axis.kind() == Axis::Kind::rest) has_rest = true;
+    else if (std::find(named.begin(), named.end(), m.axis) == named.end()) named.push_back(m.axis);
   }
-  throw UsageError(fmt::format(
-      "unknown layout '{}': expected row_major, col_major, expert_col_major, perm(a,b,...), linear, "
-      "blocked128x4, blocked8x4 or grouped_blocked128x4(axis,offsets)",
-      text));
+  if (!has_rest && int(named.size()) != rank && !uses_roles())
+    throw UsageError(fmt::format("layout {} has rank {} but the value has rank {}", text, named.size(), rank));
+  std::vector<bool> placed(size_t(rank), false);
+  for (const Axis& a : named) placed[size_t(resolve(a))] = true;
+  for (const Mode& m : modes_) {
+    if (m.axis.kind() != Axis::Kind::rest) {
+      b.modes.push_back({resolve(m.axis), m.div, m.ext});
+      continue;
+    }
+    std::vector<int> left;
+    for (int a = 0; a < rank; ++a)
+      if (!placed[size_t(a)]) left.push_back(a);
+    if (m.axis.reversed()) std::reverse(left.begin(), left.end());
+    for (int a : left) b.modes.push_back({a, 1, 0});
+  }
+  // Every axis placed once, in a chain; its alignment.
+  b.align.assign(size_t(rank), 1);
+  for (int a = 0; a < rank; ++a) {
+    std::vector<std::pair<int64_t, int64_t>> dm;
+    for (const BoundLayout::Mode& m : b.modes)
+      if (m.axis == a) dm.emplace_back(m.div, m.ext);
+    if (dm.empty()) throw UsageError(fmt::format("layout {} does not place axis {} of the rank-{} value", text, a, rank));
+    b.align[size_t(a)] = check_chain(text, std::to_string(a), dm);
+  }
+  for (const auto& [axis, m] : align_) {
+    const int a = resolve(axis);
+    b.align[size_t(a)] = lcm64(b.align[size_t(a)], m);
+  }
+  if (grouped()) {
+    if (rank != 2) throw UsageError(fmt::format("{} needs a rank-2 scale tensor, got rank {}", text, rank));
+    if (group_axis_ >= rank)
+      throw UsageError(fmt::format("{}: group axis {} is out of range for rank {}", text, group_axis_, rank));
+    b.group_axis = group_axis_;
+  }
+  return b;
 }
+
+std::vector<int> Layout::order(int rank) const { return rank == 0 ? std::vector<int>{} : bind(rank).order(); }
 
 }  // namespace mxjit

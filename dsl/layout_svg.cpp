@@ -34,14 +34,17 @@ std::string escape(const std::string& s) {
 
 /// Everything the drawing needs, resolved once.
 struct Scene {
-  const Layout& layout;
+  BoundLayout layout;
   std::vector<int64_t> shape;
   int ra = -1, ca = -1;             // rows / columns axes (ra -1: one row)
   std::vector<int> batch_axes;      // the others, outermost first
   int64_t rows = 1, cols = 1;       // logical extents
-  int64_t grid_rows = 1, grid_cols = 1;  // drawn extents (padded for blocked layouts)
+  int64_t grid_rows = 1, grid_cols = 1;  // drawn extents (padded)
   int64_t panels = 1, storage = 0;
   std::vector<int64_t> ends;        // grouped: scale-unit group ends
+  int64_t atom_r = 1, atom_c = 1;   // the tile the innermost constant modes cover (1 x 1: none)
+  int64_t atom = 1;                 // its values, contiguous in storage
+  int64_t strip_w = 1;              // values per line of the storage strip
 
   std::vector<int64_t> index(int64_t b, int64_t r, int64_t c) const {
     std::vector<int64_t> idx(shape.size(), 0);
@@ -53,24 +56,28 @@ struct Scene {
     idx[size_t(ca)] = c;
     return idx;
   }
-  int64_t offset(int64_t b, int64_t r, int64_t c) const {
-    return layout.offset(index(b, r, c), shape, ra, ca, ends);
-  }
+  /// Storage offset of a grid cell (padding cells too: the layout's offset over the padded grid).
+  int64_t offset(int64_t b, int64_t r, int64_t c) const { return layout.offset(index(b, r, c), shape, ends); }
 };
 
 Scene resolve(const Layout& l, std::span<const int64_t> shape_in, const DrawOptions& o) {
-  Scene s{l, std::vector<int64_t>(shape_in.begin(), shape_in.end()), -1, -1, {}, 1, 1, 1, 1, 1, 0, {}};
+  Scene s;
+  s.shape.assign(shape_in.begin(), shape_in.end());
   const int rank = int(s.shape.size());
   if (rank == 0) throw UsageError("draw_svg: the shape is empty; give at least one extent");
   for (int64_t e : s.shape)
     if (e < 0) throw UsageError(fmt::format("draw_svg: shape [{}] has a negative extent", fmt::join(s.shape, ",")));
-  const std::string err = l.check_rank(rank);
-  if (!err.empty()) throw UsageError("draw_svg: " + err);
   s.ra = o.rows_axis >= 0 ? o.rows_axis : rank - 2;
   s.ca = o.cols_axis >= 0 ? o.cols_axis : rank - 1;
   if (s.ra >= rank || s.ca >= rank || s.ra == s.ca)
     throw UsageError(fmt::format("draw_svg: rows axis {} and columns axis {} must be two different axes of the "
                                  "rank-{} shape", s.ra, s.ca, rank));
+  // A scale layout's rows and columns are the drawn ones.
+  try {
+    s.layout = l.uses_roles() ? l.bind(rank, s.ra, s.ca) : l.bind(rank);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("draw_svg: ") + e.what());
+  }
   for (int a = 0; a < rank; ++a)
     if (a != s.ra && a != s.ca) s.batch_axes.push_back(a);
   if (o.cell < 8 || o.cell > 256) throw UsageError(fmt::format("draw_svg: cell size {} must be 8..256 pixels", o.cell));
@@ -86,35 +93,52 @@ Scene resolve(const Layout& l, std::span<const int64_t> shape_in, const DrawOpti
   s.rows = s.ra >= 0 ? s.shape[size_t(s.ra)] : 1;
   s.cols = s.shape[size_t(s.ca)];
   for (int a : s.batch_axes) s.panels = count(checked_mul(s.panels, s.shape[size_t(a)]));
-  s.grid_rows = count(s.rows);
-  s.grid_cols = count(s.cols);
-  if (l.is_grouped()) {
-    if (l.group_axis() != s.ra && l.group_axis() != s.ca)
+  s.grid_rows = count(s.ra >= 0 ? checked_round_up(s.rows, s.layout.align[size_t(s.ra)]) : 1);
+  s.grid_cols = count(checked_round_up(s.cols, s.layout.align[size_t(s.ca)]));
+  if (l.grouped()) {
+    const int ga = l.group_axis();
+    if (ga != s.ra && ga != s.ca)
       throw UsageError(fmt::format("draw_svg: {} groups axis {}, which is neither the rows axis {} nor the columns "
-                                   "axis {}", l.str(), l.group_axis(), s.ra, s.ca));
-    const bool by_rows = l.group_axis() == s.ra;
-    const int64_t extent = by_rows ? s.rows : s.cols;
+                                   "axis {}", l.str(), ga, s.ra, s.ca));
+    const int64_t extent = s.shape[size_t(ga)];
     s.ends = o.group_ends.empty() ? std::vector<int64_t>{extent} : o.group_ends;
-    int64_t prev = 0, padded = 0;
+    int64_t prev = 0;
     for (size_t g = 0; g < s.ends.size(); ++g) {
       if (s.ends[g] < prev || s.ends[g] > extent)
         throw UsageError(fmt::format("draw_svg: group end [{}] = {} must be >= the previous end {} and <= {}", g,
                                      s.ends[g], prev, extent));
-      padded = count(checked_add(padded, count(checked_round_up(s.ends[g] - prev, by_rows ? l.atom_rows() : l.atom_cols()))));
       prev = s.ends[g];
     }
-    s.storage = count(checked_mul(padded, count(by_rows ? checked_round_up(s.cols, l.atom_cols())
-                                                        : checked_round_up(s.rows, l.atom_rows()))));
-  } else {
-    if (l.is_blocked()) {
-      s.grid_rows = count(checked_round_up(s.rows, l.atom_rows()));
-      s.grid_cols = count(checked_round_up(s.cols, l.atom_cols()));
-    }
     try {
-      s.storage = count(l.is_blocked() ? l.storage_size(s.shape, s.ra, s.ca) : l.storage_size(s.shape));
+      s.storage = count(s.layout.size_bound(s.shape, int64_t(s.ends.size())));  // bounds the groups' sizes
+      s.storage = s.layout.group_size(s.shape, s.ends);
     } catch (const UsageError&) {
       throw too_big();  // past the element limit of a tensor
     }
+    s.grid_rows = count(s.rows);  // groups pad in storage, not on the grid
+    s.grid_cols = count(s.cols);
+  } else {
+    try {
+      s.storage = count(s.layout.size(s.shape));
+    } catch (const UsageError&) {
+      throw too_big();  // past the element limit of a tensor
+    }
+  }
+  // The atom: the tile of the innermost modes of constant extent, contiguous in storage. The
+  // strip's line: the innermost constant modes up to 64 values, or the innermost whole mode.
+  const std::vector<int64_t> ext = s.layout.extents(s.shape);
+  for (size_t k = s.layout.modes.size(); k-- > 0 && s.layout.modes[k].ext > 0;) {
+    const BoundLayout::Mode& m = s.layout.modes[k];
+    s.atom *= m.ext;
+    if (m.axis == s.ra) s.atom_r *= m.ext;
+    if (m.axis == s.ca) s.atom_c *= m.ext;
+  }
+  if (s.atom <= 1 || s.atom != s.atom_r * s.atom_c || l.grouped()) s.atom = s.atom_r = s.atom_c = 1;
+  for (size_t k = s.layout.modes.size(); k-- > 0;) {
+    const bool whole = s.layout.modes[k].ext == 0;
+    if (whole && s.strip_w == 1) s.strip_w = std::clamp<int64_t>(ext[k], 1, 64);
+    if (whole || s.strip_w * ext[k] > 64) break;
+    s.strip_w *= ext[k];
   }
   std::optional<int64_t> cells = checked_mul(s.panels, s.grid_rows);
   if (cells) cells = checked_mul(*cells, s.grid_cols);
@@ -131,10 +155,8 @@ std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const
   const double font = s.storage > 9999 ? cs * 0.27 : cs * 0.36;
   const int margin = 20, label = cs + 6, head = 64, panel_gap = cs;
   // The strip: one line is a 16-byte line of a 128x4 atom, one 8x4 atom (32 bytes), or one
-  // innermost run of a permuted layout (at most 64).
-  int64_t strip_w = 16;
-  if (layout.is_blocked() && layout.atom_rows() != 128) strip_w = 32;
-  if (!layout.is_blocked()) strip_w = std::clamp<int64_t>(s.shape[size_t(layout.order(int(s.shape.size())).back())], 1, 64);
+  // innermost run of a permuted layout (at most 64): Scene::strip_w.
+  const int64_t strip_w = s.strip_w;
   const int64_t strip_lines = (s.storage + strip_w - 1) / strip_w;
   const int64_t panel_h = label + s.grid_rows * cs + panel_gap + (s.batch_axes.empty() ? 0 : label);
   const int64_t grid_w = margin + label + s.grid_cols * cs + margin;
@@ -146,9 +168,9 @@ std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const
                                             : o.title;
   std::string legend = fmt::format("rows: axis {}, columns: axis {}; cell = storage offset, colour = storage order",
                                    s.ra, s.ca);
-  if (layout.is_blocked()) legend += fmt::format("; hatched = padding (zero); thick = {}x{} atoms", layout.atom_rows(),
-                                                 layout.atom_cols());
-  if (layout.is_grouped()) legend += "; red = group boundaries";
+  if (s.layout.pads()) legend += "; hatched = padding (zero)";
+  if (s.atom > 1) legend += fmt::format("; thick = {}x{} atoms", s.atom_r, s.atom_c);
+  if (layout.grouped()) legend += "; red = group boundaries";
   // Monospace glyphs are about 0.6 em wide: room for the title (16 px) and the legend (12 px).
   width = std::max<int64_t>({width, margin * 2 + int64_t(title.size() * 10), margin * 2 + int64_t(double(legend.size()) * 7.3),
                              o.storage_strip ? strip_x - label + 64 * 8 + margin : 0});
@@ -194,12 +216,12 @@ std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const
                               pad ? " fill=\"#888\"" : "", off < 0 ? "-" : std::to_string(off));
       }
     }
-    if (layout.is_blocked() && !layout.is_grouped())  // atoms
-      for (int64_t r = 0; r < s.grid_rows; r += layout.atom_rows())
-        for (int64_t c = 0; c < s.grid_cols; c += layout.atom_cols())
+    if (s.atom > 1)  // atoms
+      for (int64_t r = 0; r < s.grid_rows; r += s.atom_r)
+        for (int64_t c = 0; c < s.grid_cols; c += s.atom_c)
           outlines += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", x0 + c * cs, y0 + r * cs,
-                                  layout.atom_cols() * cs, layout.atom_rows() * cs);
-    if (layout.is_grouped()) {  // group boundaries (after each group's last row or column)
+                                  s.atom_c * cs, s.atom_r * cs);
+    if (layout.grouped()) {  // group boundaries (after each group's last row or column)
       const bool by_rows = layout.group_axis() == s.ra;
       for (size_t g = 0; g < s.ends.size(); ++g) {
         const int64_t e = s.ends[g];
@@ -225,7 +247,7 @@ std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const
     std::string srects, slabels;
     for (int64_t off = 0; off < s.storage; ++off) {
       const int64_t x = strip_x + (off % strip_w) * cs, y = y0 + (off / strip_w) * cs;
-      const auto idx = layout.index_at(off, s.shape, s.ra, s.ca, s.ends);
+      const auto idx = s.layout.index_at(off, s.shape, s.ends);
       std::string what;
       if (idx) {
         what = s.ra >= 0 ? fmt::format("{},{}", (*idx)[size_t(s.ra)], (*idx)[size_t(s.ca)]) : std::to_string((*idx)[size_t(s.ca)]);
@@ -236,9 +258,9 @@ std::string draw_svg(const Layout& layout, std::span<const int64_t> shape, const
     }
     rects += srects;
     labels += fmt::format("<g font-size=\"{:.1f}\">\n{}</g>\n", small, slabels);
-    // Atom boundaries in storage (every atom_rows*atom_cols elements).
-    if (layout.is_blocked()) {
-      const int64_t atom = int64_t(layout.atom_rows()) * layout.atom_cols(), per = atom / strip_w;
+    // Atom boundaries in storage (every atom values).
+    if (s.atom > 1 && s.atom % strip_w == 0) {
+      const int64_t atom = s.atom, per = atom / strip_w;
       for (int64_t a = 0; a * atom < s.storage; ++a)
         outlines += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", strip_x, y0 + a * per * cs,
                                 strip_w * cs, per * cs);

@@ -10,8 +10,19 @@
 
 namespace mxjit {
 
+namespace {
+
+/// Whether a mode splits an axis (a sub-axis i / d % e other than the whole axis).
+bool splits(const Layout& l) {
+  for (const Mode& m : l.modes())
+    if (m.div != 1 || m.ext != 0) return true;
+  return false;
+}
+
+}  // namespace
+
 Output output(std::string name, Quantized q, Layout layout) {
-  if (layout.is_blocked())
+  if (!layout.is_permutation())
     throw UsageError(fmt::format("output('{}'): {} is a scale layout; elements take row_major, col_major, "
                                  "expert_col_major or perm(...)", name, layout.str()));
   return Output{std::move(name), OutputKind::elems, q.node(), std::move(layout), DType::u8};
@@ -19,10 +30,18 @@ Output output(std::string name, Quantized q, Layout layout) {
 
 Output output(std::string name, Scale s, Layout layout) {
   const ScaleFormat f = s.node()->scale_format;
-  const DType dt = f == ScaleFormat::f32 ? DType::f32 : f == ScaleFormat::bf16 ? DType::bf16 : DType::u8;
-  if (layout.is_blocked() && dt != DType::u8)
+  const char* what = f == ScaleFormat::f32 ? "FP32" : f == ScaleFormat::bf16 ? "bf16" : "byte scales";
+  DType dt = f == ScaleFormat::f32 ? DType::f32 : f == ScaleFormat::bf16 ? DType::bf16 : DType::u8;
+  if (layout.packing() > 1) {
+    if (int(dtype_size(dt)) * layout.packing() != 4)
+      throw UsageError(fmt::format("output('{}'): {} packs {} scales into one 32-bit word, which takes {}-byte scales; "
+                                   "these are {} ({} bytes)", name, layout.str(), layout.packing(), 4 / layout.packing(),
+                                   what, dtype_size(dt)));
+    dt = DType::i32;
+  }
+  if (splits(layout) && (f == ScaleFormat::f32 || f == ScaleFormat::bf16))
     throw UsageError(fmt::format("output('{}'): {} holds byte scales (E8M0/E4M3); {} scales take a permuted "
-                                 "layout", name, layout.str(), f == ScaleFormat::f32 ? "FP32" : "bf16"));
+                                 "layout, optionally aligned (e.g. mn_major_tma)", name, layout.str(), what));
   return Output{std::move(name), OutputKind::scales, s.node(), std::move(layout), dt};
 }
 
@@ -38,7 +57,7 @@ Output output(std::string name, Expr v, DType dtype, Layout layout) {
     throw UsageError(fmt::format("output('{}'): values are stored as bf16, f16 or f32, not {}", name,
                                  dtype_name(dtype)));
   if (v.rank() == 0) throw UsageError(fmt::format("output('{}'): the value is a scalar constant", name));
-  if (layout.is_blocked())
+  if (!layout.is_permutation())
     throw UsageError(fmt::format("output('{}'): {} is a scale layout", name, layout.str()));
   return Output{std::move(name), OutputKind::values, v.node(), std::move(layout), dtype};
 }
@@ -147,6 +166,13 @@ std::pair<int, int> blocked_axes(const BlockSpec& spec, int rank) {
   return {row, col};
 }
 
+std::pair<int, int> layout_roles(const Output& o, int rank) {
+  if (o.kind != OutputKind::scales) return {-1, -1};
+  const BlockSpec& spec = block_of(o.node);
+  if (spec.axes.size() != 1 || spec.jagged()) return {-1, -1};
+  return blocked_axes(spec, rank);
+}
+
 Pipeline pipeline(std::vector<Output> outputs) {
   if (outputs.empty()) throw UsageError("pipeline: needs at least one output");
   if (outputs.size() > size_t(kMaxOutputs))
@@ -159,35 +185,37 @@ Pipeline pipeline(std::vector<Output> outputs) {
     if (!names.insert(o.name).second) throw UsageError(fmt::format("pipeline: two outputs are named '{}'", o.name));
     c.walk(o.node);
     // A grouped scale layout reads its group ends from an offsets input of its own.
-    if (o.layout.is_grouped())
+    if (o.layout.grouped())
       c.add({o.layout.group_offsets(), DType::i32, 1, InputDecl::offsets, o.layout.group_axis()});
   }
   for (const InputDecl& in : c.inputs)
     if (names.count(in.name))
       throw UsageError(fmt::format("pipeline: '{}' names both an input and an output", in.name));
   if (c.rank == 0) throw UsageError("pipeline: no output depends on an input tensor");
-  for (const Output& o : outputs) {
+  for (Output& o : outputs) {
     if (o.node->rank != 0 && o.node->rank != c.rank)
       throw UsageError(fmt::format("output '{}': rank {} differs from the domain rank {}", o.name, o.node->rank, c.rank));
-    std::string err = o.layout.check_rank(c.rank);
-    if (!err.empty()) throw UsageError(fmt::format("output '{}': {}", o.name, err));
-    if (o.layout.is_blocked()) {
-      const BlockSpec& spec = block_of(o.node);
-      if (spec.axes.size() != 1 || spec.jagged())
-        throw UsageError(fmt::format("output '{}': {} needs 1-D fixed-size blocks (one scale axis)", o.name,
-                                     o.layout.str()));
-      if (o.layout.is_grouped()) {
-        auto [row, col] = blocked_axes(spec, c.rank);
-        if (o.layout.group_axis() != row && o.layout.group_axis() != col)
-          throw UsageError(fmt::format("output '{}': {} groups axis {}, but the scales' rows axis is {} and their "
-                                       "columns (block) axis is {}; groups split one of them",
-                                       o.name, o.layout.str(), o.layout.group_axis(), row, col));
-      }
+    const bool scale_blocks = o.kind == OutputKind::scales || o.kind == OutputKind::elems;
+    if (o.layout.uses_roles() && o.kind == OutputKind::scales && c.rank >= 2 &&
+        (block_of(o.node).axes.size() != 1 || block_of(o.node).jagged()))
+      throw UsageError(fmt::format("output '{}': {} needs 1-D fixed-size blocks (one scale axis)", o.name,
+                                   o.layout.str()));
+    const auto [row, col] = layout_roles(o, c.rank);
+    if (o.layout == Layout::expert_col_major() && c.rank < 2)  // per expert: an expert axis and a matrix
+      throw UsageError(fmt::format("output '{}': expert_col_major needs rank >= 2, got rank {}", o.name, c.rank));
+    try {
+      o.bound = o.layout.bind(o.kind == OutputKind::amax ? 1 : c.rank, row, col);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("output '{}': {}", o.name, e.what()));
     }
+    if (o.layout.grouped() && scale_blocks && o.layout.group_axis() != row && o.layout.group_axis() != col)
+      throw UsageError(fmt::format("output '{}': {} groups axis {}, but the scales' rows axis is {} and their "
+                                   "columns (block) axis is {}; groups split one of them",
+                                   o.name, o.layout.str(), o.layout.group_axis(), row, col));
     if (o.kind == OutputKind::elems && o.node->elem.packed()) {
       // FP4 packs pairs along the innermost stored axis; that axis must be a block axis so that
       // a pair never straddles an odd tail (its extent is checked at launch).
-      int inner = o.layout.order(c.rank).back();
+      int inner = o.bound.order().back();
       if (block_of(o.node).jagged())
         throw UsageError(fmt::format("output '{}': FP4 codes need fixed blocks ({} are jagged groups, whose odd sizes "
                                      "would split the byte pairs); cast to an 8-bit format",

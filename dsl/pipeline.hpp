@@ -20,12 +20,15 @@ struct Output {
   OutputKind kind = OutputKind::values;
   NodePtr node;  ///< quantize, scale, tensor_amax or a value node
   Layout layout = Layout::row_major();
-  DType dtype = DType::u8;  ///< storage type (u8 codes, u8/f32 scales, f32 amax, bf16/f16/f32 values)
+  DType dtype = DType::u8;  ///< storage type (u8 codes, u8/f32 scales, i32 packed scale words, f32 amax, ...)
+  BoundLayout bound;        ///< the layout bound to the value; set by pipeline()
 };
 
 /// Quantized elements (u8 codes; FP4 two per byte along the innermost stored axis).
 Output output(std::string name, Quantized q, Layout layout = Layout::row_major());
-/// Scales (u8 for E8M0/E4M3, f32 for FP32), in `layout` (linear, blocked_128x4, ...).
+/// Scales (u8 for E8M0/E4M3, f32 for FP32; i32 words for a layout packing four byte scales), in
+/// `layout` (linear, blocked_128x4, mn_major_tma, ...). UsageError for a packed layout whose word
+/// would not be 4 bytes, or FP32 scales in a layout with split axes.
 Output output(std::string name, Scale s, Layout layout = Layout::linear());
 /// A tensor amax (one f32).
 Output output(std::string name, Amax a);
@@ -80,5 +83,8 @@ std::vector<int64_t> scale_shape(const BlockSpec& spec, const std::vector<int64_
 /// Row and column axes of a blocked scale layout for `spec` in a rank-`rank` scale tensor:
 /// columns = the (first) block axis, rows = the innermost other axis.
 std::pair<int, int> blocked_axes(const BlockSpec& spec, int rank);
+/// The scale rows and columns (Axis::rows / Axis::cols) an output's layout binds them to: the
+/// blocked_axes of the scales of 1-D fixed blocks, {-1, -1} for any other output.
+std::pair<int, int> layout_roles(const Output& o, int rank);
 
 }  // namespace mxjit

@@ -365,14 +365,8 @@ class Parser {
   Layout parse_layout(const Token& t, size_t prefix) {
     const Token body{t.text.substr(prefix), t.at + prefix};
     if (body.text.empty()) fail(body.at, fmt::format("expected a layout after '{}'", t.text));
-    const Call c = split_call(src_, body);
-    std::string text(c.head);
-    if (c.has_parens) {
-      text += '(';
-      for (size_t i = 0; i < c.args.size(); ++i) text += fmt::format("{}{}", i ? "," : "", c.args[i].text);
-      text += ')';
-    }
-    return guard(body.at, [&] { return Layout::parse(text); });
+    // The whole token: a layout is a head and suffixes (modes(*,c,r).align(r,4)), spaces allowed.
+    return guard(body.at, [&] { return Layout::parse(std::string(body.text)); });
   }
 
   void parse_option(CastSpec& c, const Token& t) {

@@ -154,7 +154,7 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
     const Arg what{"output", out.name};
     // A grouped scale layout's size bound counts the groups of its own offsets input.
     int64_t groups = b.groups;
-    if (out.layout.is_grouped()) groups = inputs[size_t(p.input_index(out.layout.group_offsets()))].shape.at(0);
+    if (out.layout.grouped()) groups = inputs[size_t(p.input_index(out.layout.group_offsets()))].shape.at(0);
     OutputGeometry g = output_geometry(p, int(o), b.shape, groups);
     const TensorView& v = outputs[o];
     check_common(what, v, out.dtype, g.view_shape.size(), device);

@@ -240,7 +240,7 @@ PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<con
   b.empty = !work;  // from here: nothing to launch
   if (!b.empty) {
     for (size_t o = 0; o < b.outputs.size(); ++o)
-      if (b.outputs[o].row_axis >= 0 && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
+      if (detail::is_blocked(p.outputs()[o].layout) && b.outputs[o].storage_bytes >= (int64_t(1) << 32))
         throw UsageError(fmt::format("launch: output '{}': a blocked scale tensor of {} bytes; the kernels address "
                                      "blocked scales with 32-bit offsets (< 4 GiB)", p.outputs()[o].name,
                                      b.outputs[o].storage_bytes));

@@ -210,8 +210,9 @@ void PreparedLaunch::operator()(uint64_t stream, std::span<const uint64_t> ptrs,
   if (!s.valid(ptrs)) s.report(ptrs);
   detail::Driver& d = detail::Driver::get();  // CudaError without a GPU (prepared for the words only)
   const CUstream st = reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream));
-  // Tensor amax (4 bytes, combined with atomicMax) and grouped scale layouts (the whole padded
-  // buffer: kernels write real scales only) start from zero, in stream order before the kernel.
+  // Tensor amax (4 bytes, combined with atomicMax), grouped scale layouts and padded strided
+  // ones (the whole buffer: kernels write real scales only) start from zero, in stream order
+  // before the kernel.
   for (const auto& [i, bytes] : s.zero)
     d.check(d.cuMemsetD8Async(static_cast<CUdeviceptr>(ptrs[i]), 0, size_t(bytes), st), "cuMemsetD8Async");
   if (s.empty) return;

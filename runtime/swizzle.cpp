@@ -24,18 +24,30 @@ namespace {
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// Atom rows of a swizzle layout (128 or 8); UsageError for any other layout.
-int atom_rows_of(const Layout& layout) {
-  if (!layout.is_blocked() || layout.is_grouped() || layout.atom_cols() != 4 ||
-      (layout.atom_rows() != 128 && layout.atom_rows() != 8))
-    throw UsageError(fmt::format("layout: {} is not a swizzle target; swizzle_scales writes blocked128x4 or "
-                                 "blocked8x4", layout.str()));
-  return layout.atom_rows();
+/// `layout` bound to linear scales of rank `rank`: rows the axis rank-2, columns rank-1.
+/// UsageError for a grouped layout (its group ends are not given) or one that does not fit.
+BoundLayout bind_scales(const Layout& layout, int rank) {
+  if (layout.grouped())
+    throw UsageError(fmt::format("layout: {} is not a swizzle target; a grouped layout needs its group ends, which "
+                                 "only a cast has", layout.str()));
+  try {
+    return layout.bind(rank, rank - 2, rank - 1);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("layout: {}", e.what()));
+  }
+}
+
+/// The atom rows of the GPU swizzle kernel for `layout` (128 or 8; codegen/swizzle.hpp), or a
+/// UsageError for a layout it has no kernel for (the host path takes any layout).
+int gpu_atom_rows(const Layout& layout) {
+  if (layout == Layout::blocked_128x4()) return 128;
+  if (layout == Layout::blocked_8x4()) return 8;
+  throw UsageError(fmt::format("layout: swizzle_scales on the GPU writes blocked128x4 or blocked8x4, not {}; swizzle "
+                               "host views instead", layout.str()));
 }
 
 /// Checks both views; returns the blocked size in bytes.
 int64_t check_views(const char* fn, const TensorView& linear, const TensorView& blocked, const Layout& layout) {
-  atom_rows_of(layout);
   if (linear.dtype != DType::u8)
     throw UsageError(fmt::format("{}: 'linear' must be u8 scale bytes, got {}", fn, dtype_name(linear.dtype)));
   if (blocked.dtype != DType::u8)
@@ -50,6 +62,7 @@ int64_t check_views(const char* fn, const TensorView& linear, const TensorView& 
       throw UsageError(fmt::format("{}: 'linear' stride {} of axis {} is not positive", fn, linear.strides[size_t(a)], a));
   }
   const int64_t n = swizzled_size(linear.shape, layout);
+  if (linear.device == DeviceKind::cuda) gpu_atom_rows(layout);
   if (blocked.rank() != 1 || blocked.shape[0] != n)
     throw UsageError(fmt::format("{}: 'blocked' must be 1-D with {} bytes ({} of [{}]), got {}", fn, n, layout.str(),
                                  fmt::join(linear.shape, ","), blocked.describe()));
@@ -72,33 +85,6 @@ int64_t check_views(const char* fn, const TensorView& linear, const TensorView& 
   }
   return n;
 }
-
-/// The blocked word -> linear placement, as the generated kernel computes it (codegen/swizzle.cpp).
-struct WordMap {
-  int64_t ar, lines, line_bytes, rows_p, cols_p;
-  std::vector<int64_t> shape, stride;
-  WordMap(const TensorView& v, int atom_rows) : ar(atom_rows), shape(v.shape), stride(v.strides) {
-    lines = ar >= 32 ? 32 : ar;
-    line_bytes = 4 * (ar / lines);
-    rows_p = round_up(shape[shape.size() - 2], ar);
-    cols_p = round_up(shape.back(), 4);
-  }
-  /// Linear byte offset of (batch, r, 0) for word `w`; sets r and c0.
-  int64_t place(int64_t w, int64_t& r, int64_t& c0) const {
-    const int64_t byte = w * 4, slice = rows_p * cols_p;
-    int64_t b = byte / slice;
-    const int64_t rest = byte - b * slice, atom = rest / (ar * 4), k = rest % (ar * 4);
-    const int64_t per_row = cols_p / 4;
-    r = (atom / per_row) * ar + ((k % line_bytes) / 4) * lines + k / line_bytes;
-    c0 = (atom % per_row) * 4;
-    int64_t off = 0;
-    for (int a = int(shape.size()) - 3; a >= 0; --a) {
-      off += (b % shape[size_t(a)]) * stride[size_t(a)];
-      b /= shape[size_t(a)];
-    }
-    return off + r * stride[shape.size() - 2];
-  }
-};
 
 /// One loaded swizzle kernel per (direction, atom, arch, device): compiled through the disk cache.
 const detail::LoadedKernel& swizzle_kernel(const detail::SwizzleSpec& spec, int ordinal) {
@@ -172,45 +158,44 @@ void launch(const detail::SwizzleSpec& spec, const TensorView& linear, const Ten
 }  // namespace
 
 int64_t swizzled_size(std::span<const int64_t> shape, const Layout& layout) {
-  const int ar = atom_rows_of(layout);
   if (shape.size() < 2)
     throw UsageError(fmt::format("swizzled_size: scales need rank >= 2 (rows, columns), got rank {}", shape.size()));
-  int64_t n = round_up(shape[shape.size() - 2], ar) * round_up(shape.back(), 4);
-  for (size_t a = 0; a + 2 < shape.size(); ++a) n *= shape[a];
-  return n;
+  return bind_scales(layout, int(shape.size())).size(shape);
 }
+
+namespace {
+
+/// Linear byte offset of logical `idx` in `v`.
+int64_t linear_offset(const TensorView& v, const std::vector<int64_t>& idx) {
+  int64_t off = 0;
+  for (size_t a = 0; a < idx.size(); ++a) off += idx[a] * v.strides[a];
+  return off;
+}
+
+}  // namespace
 
 void swizzle_scales(const TensorView& linear, const TensorView& blocked, const Layout& layout, uint64_t stream) {
   const int64_t n = check_views("swizzle_scales", linear, blocked, layout);
-  const detail::SwizzleSpec spec{false, layout.atom_rows()};
   if (n == 0) return;
-  if (linear.device == DeviceKind::cuda) return launch(spec, linear, blocked, n, stream);
-  const WordMap m(linear, spec.atom_rows);
+  if (linear.device == DeviceKind::cuda) return launch({false, gpu_atom_rows(layout)}, linear, blocked, n, stream);
+  const BoundLayout l = bind_scales(layout, linear.rank());
   const auto* in = static_cast<const uint8_t*>(linear.data);
   auto* out = static_cast<uint8_t*>(blocked.data);
-  const int64_t R = linear.shape[size_t(linear.rank()) - 2], C = linear.shape.back(), sc = linear.strides.back();
-  for (int64_t w = 0; w < n / 4; ++w) {
-    int64_t r = 0, c0 = 0;
-    const int64_t base = m.place(w, r, c0);
-    for (int64_t j = 0; j < 4; ++j) out[4 * w + j] = r < R && c0 + j < C ? in[base + (c0 + j) * sc] : 0;
+  for (int64_t off = 0; off < n; ++off) {  // every byte, padding zero
+    const auto idx = l.index_at(off, linear.shape);
+    out[off] = idx ? in[linear_offset(linear, *idx)] : 0;
   }
 }
 
 void unswizzle_scales(const TensorView& blocked, const TensorView& linear, const Layout& layout, uint64_t stream) {
   const int64_t n = check_views("unswizzle_scales", linear, blocked, layout);
-  const detail::SwizzleSpec spec{true, layout.atom_rows()};
   if (n == 0 || linear.numel() == 0) return;
-  if (linear.device == DeviceKind::cuda) return launch(spec, linear, blocked, n, stream);
-  const WordMap m(linear, spec.atom_rows);
+  if (linear.device == DeviceKind::cuda) return launch({true, gpu_atom_rows(layout)}, linear, blocked, n, stream);
+  const BoundLayout l = bind_scales(layout, linear.rank());
   const auto* in = static_cast<const uint8_t*>(blocked.data);
   auto* out = static_cast<uint8_t*>(linear.data);
-  const int64_t R = linear.shape[size_t(linear.rank()) - 2], C = linear.shape.back(), sc = linear.strides.back();
-  for (int64_t w = 0; w < n / 4; ++w) {
-    int64_t r = 0, c0 = 0;
-    const int64_t base = m.place(w, r, c0);
-    if (r >= R) continue;
-    for (int64_t j = 0; j < 4 && c0 + j < C; ++j) out[base + (c0 + j) * sc] = in[4 * w + j];
-  }
+  for (int64_t off = 0; off < n; ++off)
+    if (const auto idx = l.index_at(off, linear.shape)) out[linear_offset(linear, *idx)] = in[off];
 }
 
 }  // namespace mxjit

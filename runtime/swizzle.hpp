@@ -1,6 +1,7 @@
 #pragma once
 /// \file Standalone swizzle / unswizzle of scales produced elsewhere: linear [..., R, C] u8
-/// scales (E8M0 or E4M3 bytes) <-> the blocked GEMM scale layouts blocked_128x4 / blocked_8x4.
+/// scales (E8M0 or E4M3 bytes) <-> a scale layout: the blocked GEMM scale layouts blocked_128x4 /
+/// blocked_8x4, or any other (mn_major_tma_packed, a user's modes(...)).
 ///
 ///     linear [B.., R, C] (any strides)            blocked (1-D, B*Rp*Cp bytes, contiguous)
 ///     +----+----+----+---                         | atom(0,0) 512 B | atom(0,1) | ... |
@@ -9,10 +10,11 @@
 ///     | s10| s11| ...          unswizzle_scales   Rp = roundup(R,128), Cp = roundup(C,4),
 ///                            <-----------------   padding bytes zero
 ///
-/// Byte placement is exactly Layout::offset (dsl/layout.hpp) with rows = axis rank-2 and columns
-/// = axis rank-1, all leading axes batch. Host views run on the CPU; CUDA views run a generated
-/// kernel (codegen/swizzle.hpp) compiled by NVRTC, cached on disk and in memory, enqueued on
-/// `stream`. Both views must be on the same device.
+/// Byte placement is exactly the layout's offset (BoundLayout::offset) with rows = axis rank-2
+/// and columns = axis rank-1, all leading axes `rest`. Host views run on the CPU for any layout;
+/// CUDA views run a generated kernel (codegen/swizzle.hpp; blocked_128x4 and blocked_8x4)
+/// compiled by NVRTC, cached on disk and in memory, enqueued on `stream`. Both views must be on
+/// the same device.
 #include <cstdint>
 #include <span>
 
@@ -21,8 +23,8 @@
 
 namespace mxjit {
 
-/// Bytes of the blocked buffer for linear scales of `shape` (rank >= 2) in `layout`.
-/// Throws UsageError when `layout` is not blocked_128x4 or blocked_8x4 or the rank is < 2.
+/// Bytes of the blocked buffer for linear scales of `shape` (rank >= 2) in `layout`, padding
+/// included. Throws UsageError for a grouped layout, one that does not fit, or rank < 2.
 int64_t swizzled_size(std::span<const int64_t> shape, const Layout& layout = Layout::blocked_128x4());
 
 /// Writes `linear` (u8, rank 2..8, any non-negative strides) into `blocked` (u8, rank 1,

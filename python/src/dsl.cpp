@@ -13,6 +13,8 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "bindings.hpp"
@@ -46,10 +48,15 @@ nb::dict output_info(const Pipeline& p, size_t i) {
   d["kind"] = kind_name(o.kind);
   d["dtype"] = o.dtype;
   d["layout"] = o.layout.str();
-  d["blocked"] = o.layout.is_blocked();
-  d["order"] = o.layout.is_blocked() ? std::vector<int>{} : o.layout.order(p.rank());
-  d["atom_rows"] = o.layout.atom_rows();
-  d["atom_cols"] = o.layout.atom_cols();
+  // The bound layout (dsl/layout_bound.hpp): modes (axis, div, ext) outermost first, per-axis
+  // alignment, values per word; strided layouts view the padded tensor of words.
+  nb::list modes;
+  for (const BoundLayout::Mode& m : o.bound.modes) modes.append(nb::make_tuple(m.axis, m.div, m.ext));
+  d["modes"] = modes;
+  d["align"] = o.bound.align;
+  d["pack"] = o.bound.pack;
+  d["strided"] = o.bound.strided();
+  d["order"] = o.bound.strided() ? o.bound.order() : std::vector<int>{};
   d["group_axis"] = o.layout.group_axis();
   d["packed"] = o.kind == OutputKind::elems && o.node->elem.packed();
   std::vector<int> axes;
@@ -61,7 +68,7 @@ nb::dict output_info(const Pipeline& p, size_t i) {
     axes = b.axes;
     sizes = b.sizes;
     jagged = b.jagged();
-    if (o.layout.is_blocked()) std::tie(row, col) = blocked_axes(b, p.rank());
+    if (o.layout.uses_roles()) std::tie(row, col) = layout_roles(o, p.rank());
   }
   d["block_axes"] = axes;
   d["block_sizes"] = sizes;
@@ -209,15 +216,54 @@ void bind_dsl(nb::module_& m) {
         nb::arg("codes"), nb::arg("scales"), nb::arg("elem"), nb::arg("scale_format"), nb::arg("rank"), nb::arg("axis"),
         nb::arg("block"), "Decodes MX codes (u8 input) with their scales (linear layout) to FP32 values.");
 
-  nb::class_<Layout>(m, "Layout", "A memory layout for an output: row_major, col_major, blocked_128x4, ...")
+  nb::class_<Axis>(m, "Axis", "An axis a layout names: layout.axis(0), layout.rows, layout.cols, layout.rest.")
+      .def("__truediv__", [](const Axis& a, int64_t d) { return Mode(a) / d; }, nb::arg("div"))
+      .def("__mod__", [](const Axis& a, int64_t e) { return Mode(a) % e; }, nb::arg("ext"))
+      .def("__invert__", [](const Axis& a) { return ~a; })
+      .def("__eq__", [](const Axis& a, const Axis& b) { return a == b; })
+      .def("__str__", &Axis::str)
+      .def("__repr__", [](const Axis& a) { return "mxjit.Axis(" + a.str() + ")"; });
+  nb::class_<Mode>(m, "Mode", "A sub-axis i / div % ext of a layout: layout.rows / 32 % 4.")
+      .def(nb::init_implicit<Axis>())
+      .def_ro("axis", &Mode::axis)
+      .def_ro("div", &Mode::div)
+      .def_ro("ext", &Mode::ext)
+      .def("__truediv__", [](const Mode& a, int64_t d) { return a / d; }, nb::arg("div"))
+      .def("__mod__", [](const Mode& a, int64_t e) { return a % e; }, nb::arg("ext"))
+      .def("__eq__", [](const Mode& a, const Mode& b) { return a == b; })
+      .def("__str__", &Mode::str)
+      .def("__repr__", [](const Mode& a) { return "mxjit.Mode(" + a.str() + ")"; });
+  nb::class_<Layout>(m, "Layout", "A memory layout: named (row_major, blocked_128x4, mn_major_tma, ...) or "
+                                  "layout.modes([...]).align(axis, m).pack(p) (dsl/layout.hpp)")
       .def_static("parse", &Layout::parse, nb::arg("text"))
-      .def_prop_ro("is_blocked", &Layout::is_blocked)
-      .def_prop_ro("is_grouped", &Layout::is_grouped)
+      .def("align", [](const Layout& l, const Mode& a, int64_t m) {
+             if (a.div != 1 || a.ext != 0) throw UsageError(fmt::format("Layout.align({}): align a whole axis", a.str()));
+             return l.align(a.axis, m);
+           }, nb::arg("axis"), nb::arg("m"), "This layout with `axis` padded to a multiple of `m`.")
+      .def("pack", &Layout::pack, nb::arg("p"), "The innermost mode (extent p) packs p values into one word.")
+      .def("groups", [](const Layout& l, const Offsets& o, int axis) { return l.groups(o.name, axis); },
+           nb::arg("ends"), nb::arg("group_axis"), "Jagged groups along `group_axis`, ends from an offsets input.")
+      .def_prop_ro("modes", [](const Layout& l) { return l.modes(); })
+      .def_prop_ro("packing", &Layout::packing)
+      .def_prop_ro("grouped", &Layout::grouped)
+      .def_prop_ro("uses_roles", &Layout::uses_roles)
+      .def_prop_ro("definition", &Layout::definition, "The general form, names spelled out.")
       .def("order", &Layout::order, nb::arg("rank"))
       .def("__str__", &Layout::str)
       .def("__repr__", [](const Layout& l) { return "mxjit.Layout(" + l.str() + ")"; })
-      .def("__eq__", [](const Layout& a, const Layout& b) { return a == b; });
-  nb::module_ lm = m.def_submodule("layout", "Named layouts: layout.col_major(), layout.blocked_128x4(), ...");
+      .def("__eq__", [](const Layout& a, const Layout& b) { return a == b; })
+      .def("__hash__", [](const Layout& l) { return nb::hash(nb::str(l.str().c_str())); });
+  nb::module_ lm = m.def_submodule("layout", "Layouts: layout.col_major(), layout.blocked_128x4(), "
+                                             "layout.modes([layout.rest, layout.cols, layout.rows]).align(layout.rows, 4)");
+  lm.attr("rows") = Axis::rows();
+  lm.attr("cols") = Axis::cols();
+  lm.attr("rest") = Axis::rest();
+  lm.def("axis", &Axis::at, nb::arg("a"), "Axis `a` from the front (a >= 0) or the back (-1: the last).");
+  lm.def("modes", &layout::modes, nb::arg("modes"), "A layout from its modes, outermost first.");
+  lm.def("mn_major_tma", &layout::mn_major_tma);
+  lm.def("mn_major_tma_packed", &layout::mn_major_tma_packed);
+  lm.def("gemm_ready_2d", &layout::gemm_ready_2d);
+  lm.def("gemm_ready_2d_t", &layout::gemm_ready_2d_t);
   lm.def("row_major", &layout::row_major);
   lm.def("col_major", &layout::col_major);
   lm.def("expert_col_major", &layout::expert_col_major);

@@ -146,7 +146,7 @@ void CpuKernel::operator()(std::span<const TensorView> in, std::span<const Tenso
         P[size_t(plan.p_out_stride(o, a))] = g.view_strides[size_t(a)];
       P[size_t(plan.p_out_shape(o, a))] = a < int(g.logical_shape.size()) ? g.logical_shape[size_t(a)] : 1;
     }
-    if (p.outputs()[size_t(o)].layout.is_blocked() && g.storage_bytes > 0)
+    if (p.outputs()[size_t(o)].bound.pads() && g.storage_bytes > 0)
       std::memset(out[size_t(o)].data, 0, size_t(g.storage_bytes));  // padding is zero
   }
   int64_t acc = 1;  // saturates only for an empty domain, which runs no tile

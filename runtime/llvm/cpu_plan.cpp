@@ -39,10 +39,11 @@ int pick_row_axis(const Pipeline& p, int ax_c, const std::vector<int>& block_axe
 }
 
 void check_layouts(const Pipeline& p) {
-  for (const Output& o : p.outputs())
-    if (o.layout.str().starts_with("grouped"))
+  for (const Output& o : p.outputs()) {
+    if (o.layout.grouped())
       throw UsageError(fmt::format("CPU backend: output '{}' uses the per-group scale layout {}, which this "
                                    "backend does not lower yet; use the CPU reference", o.name, o.layout.str()));
+  }
 }
 
 }  // namespace

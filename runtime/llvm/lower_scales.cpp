@@ -10,8 +10,6 @@ namespace {
 
 using llvm::Value;
 
-Value* ceil_div(Ir& ir, Value* n, int64_t d) { return ir.b.CreateSDiv(ir.b.CreateAdd(n, ir.c64(d - 1)), ir.c64(d)); }
-
 }  // namespace
 
 Value* lower_scale_expr(Ir& ir, const NodePtr& np, const ScaleVarsIr& v) {
@@ -116,33 +114,43 @@ Value* lower_scale_index(TileCtx& t, int axis, const ScaleInstance& in, Value* r
   return t.batch[size_t(axis)];
 }
 
+namespace {
+
+/// LLVM IR for lower_offset (dsl/layout_bound.hpp): i64 arithmetic on non-negative indices, so
+/// that divisions and remainders by powers of two become shifts and masks.
+struct LlvmArith {
+  using Value = llvm::Value*;
+  Ir& ir;
+  Value constant(int64_t v) { return ir.c64(v); }
+  Value add(Value x, Value y) { return ir.b.CreateAdd(x, y); }
+  Value mul(Value x, Value y) { return ir.b.CreateMul(x, y); }
+  Value digit(Value i, int64_t div, int64_t ext) {
+    Value q = div == 1 ? i : ir.b.CreateUDiv(i, ir.c64(div));
+    return ext > 0 ? ir.b.CreateURem(q, ir.c64(ext)) : q;
+  }
+  Value extent(Value n, int64_t align, int64_t div) {
+    Value padded = align == 1 ? n : ir.b.CreateMul(ir.b.CreateUDiv(ir.b.CreateAdd(n, ir.c64(align - 1)), ir.c64(align)), ir.c64(align));
+    return div == 1 ? padded : ir.b.CreateUDiv(padded, ir.c64(div));
+  }
+};
+
+}  // namespace
+
 Value* lower_scale_offset(TileCtx& t, int o, const ScaleInstance& in, Value* rb, Value* cb) {
   Ir& ir = t.ir;
-  const Output& out = t.p.outputs()[size_t(o)];
+  const BoundLayout& l = t.p.outputs()[size_t(o)].bound;
   auto& b = ir.b;
   const int rank = t.plan.rank;
-  if (!out.layout.is_blocked()) {
+  std::vector<Value*> index;
+  for (int a = 0; a < rank; ++a) index.push_back(lower_scale_index(t, a, in, rb, cb));
+  if (l.strided() && l.pack == 1) {  // a strided view: the dot product with its strides
     Value* off = ir.c64(0);
-    for (int a = 0; a < rank; ++a) off = b.CreateAdd(off, b.CreateMul(lower_scale_index(t, a, in, rb, cb), t.out_stride[size_t(o)][size_t(a)]));
+    for (int a = 0; a < rank; ++a) off = b.CreateAdd(off, b.CreateMul(index[size_t(a)], t.out_stride[size_t(o)][size_t(a)]));
     return off;
   }
-  auto [row, col] = blocked_axes(block_of(out.node), rank);
-  if (row < 0) throw UsageError(fmt::format("CPU backend: blocked scales '{}' need a rows axis", out.name));
-  const int64_t ar = out.layout.atom_rows(), ac = out.layout.atom_cols(), lines = ar >= 32 ? 32 : ar;
-  const auto& shape = t.out_shape[size_t(o)];
-  Value* bi = ir.c64(0);
-  for (int a = 0; a < rank; ++a)
-    if (a != row && a != col) bi = b.CreateAdd(b.CreateMul(bi, shape[size_t(a)]), lower_scale_index(t, a, in, rb, cb));
-  auto round_up = [&](Value* v, int64_t m) { return b.CreateMul(ceil_div(ir, v, m), ir.c64(m)); };
-  Value* rp = round_up(shape[size_t(row)], ar);
-  Value* cp = round_up(shape[size_t(col)], ac);
-  Value* R = lower_scale_index(t, row, in, rb, cb);
-  Value* C = lower_scale_index(t, col, in, rb, cb);
-  Value* atom = b.CreateAdd(b.CreateMul(b.CreateSDiv(R, ir.c64(ar)), b.CreateSDiv(cp, ir.c64(ac))), b.CreateSDiv(C, ir.c64(ac)));
-  Value* in_atom = b.CreateAdd(b.CreateMul(b.CreateSRem(R, ir.c64(lines)), ir.c64(ac * (ar / lines))),
-                   b.CreateAdd(b.CreateMul(b.CreateSDiv(b.CreateSRem(R, ir.c64(ar)), ir.c64(lines)), ir.c64(ac)),
-                               b.CreateSRem(C, ir.c64(ac))));
-  return b.CreateAdd(b.CreateMul(bi, b.CreateMul(rp, cp)), b.CreateAdd(b.CreateMul(atom, ir.c64(ar * ac)), in_atom));
+  // Any other layout (blocked atoms, packed words, split axes): the layout's one offset function.
+  LlvmArith arith{ir};
+  return lower_offset(arith, l, index, t.out_shape[size_t(o)]);
 }
 
 }  // namespace mxjit::cpu::detail

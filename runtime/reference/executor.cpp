@@ -88,7 +88,7 @@ class Run {
       const BlockSpec& spec = block_of(o.node);
       if (spec.jagged()) groups = int64_t(ends_.at(spec.offsets).size());
     }
-    if (o.layout.is_grouped()) groups = int64_t(ends_.at(o.layout.group_offsets()).size());
+    if (o.layout.grouped()) groups = int64_t(ends_.at(o.layout.group_offsets()).size());
     const OutputGeometry g = output_geometry(p_, int(index), domain_, groups);
     check_view(what, view, o.dtype, int(g.view_shape.size()));
     check_extents(what, view, g.view_shape);
@@ -213,10 +213,12 @@ class Run {
   void write_scales(const Output& o, const OutputGeometry& g, const TensorView& view) {
     const BlockScales& s = scales_of(o.node, scale_flushed(o.node));
     const std::vector<int64_t>& shape = g.logical_shape;
-    if (o.layout.is_blocked()) std::memset(view.data, 0, size_t(g.storage_bytes));  // padding is zero
+    const BoundLayout& l = o.bound;
+    // Padding (an aligned axis, a grouped layout's bound) is zero.
+    if (l.pads() || o.layout.grouped()) std::memset(view.data, 0, size_t(g.storage_bytes));
     // Grouped layouts: the group ends in scale units along the grouped axis.
     std::vector<int64_t> group_ends;
-    if (o.layout.is_grouped()) {
+    if (o.layout.grouped()) {
       const int axis = o.layout.group_axis();
       group_ends = scale_group_ends(o.layout.group_offsets(), ends_.at(o.layout.group_offsets()),
                                     block_of(o.node).size_along(axis), domain_[size_t(axis)]);
@@ -225,10 +227,8 @@ class Run {
     std::vector<int64_t> idx(size_t(rank), 0);
     const int64_t n = product(shape);
     for (int64_t b = 0; b < n; ++b) {
-      int64_t off = 0;
-      if (o.layout.is_blocked()) off = o.layout.offset(idx, shape, g.row_axis, g.col_axis, group_ends);
-      else
-        for (int a = 0; a < rank; ++a) off += idx[a] * view.strides[a];
+      // The value offset (bytes of a packed word: little-endian, value i of a word is its byte i).
+      const int64_t off = l.offset(idx, shape, group_ends);
       // off < 0: a grouped layout's scale past the last group end, which is not stored.
       if (off >= 0 && !s.stored.empty()) store_value(view, off, s.stored[size_t(b)]);
       else if (off >= 0) static_cast<uint8_t*>(view.data)[off] = s.bytes[size_t(b)];

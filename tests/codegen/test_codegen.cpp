@@ -52,6 +52,18 @@ std::vector<std::pair<std::string, Pipeline>> variants() {
   v.emplace_back("dim0+dim1 blocked", pipeline({output("q0", cast(e4m3, x / s0)), output("s0", s0, layout::blocked_128x4()),
                                                  output("q1", cast(e4m3, x / s1), layout::col_major()),
                                                  output("s1", s1, layout::blocked_128x4())}));
+  // The peers' strided scale layouts (padded: the launcher zeroes the buffer first).
+  auto f0 = f32_scale(amax(blocks(x, 1, 128)), e4m3);
+  v.emplace_back("dim0 mn_major_tma fp32", pipeline({output("q", cast(e4m3, x / f0)), output("s", f0, layout::mn_major_tma())}));
+  v.emplace_back("dim1 mn_major_tma e8m0", pipeline({output("q", cast(e4m3, x / s1), layout::col_major()),
+                                                     output("s", s1, layout::mn_major_tma())}));
+  auto t = f32_scale(amax(blocks(x, {0, 1}, {128, 128})), e4m3);
+  v.emplace_back("gemm_ready_2d", pipeline({output("q", cast(e4m3, x / t)), output("r", t, layout::gemm_ready_2d()),
+                                            output("c", t, layout::gemm_ready_2d_t())}));
+  // Layouts stored through the offset function (codegen/layout_cuda.hpp): packed words, split axes.
+  v.emplace_back("packed ue8m0 + split", pipeline({output("q", cast(e4m3, x / s0)), output("sp", s0, layout::mn_major_tma_packed()),
+                                                   output("ss", s0, layout::modes({layout::rest, layout::rows / 16, layout::cols,
+                                                                                   layout::rows % 16}).align(layout::cols, 3))}));
   return v;
 }
 
@@ -95,6 +107,25 @@ TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a" * doct
     }
   }
   MESSAGE("compiled " << compiled << " kernels");
+}
+
+TEST_CASE("packed and split layouts: the tiled kernel stores them by the offset function; padded ones are zeroed first") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 1, 128)), e4m3, ScaleRule::ceil);
+  const Pipeline packed = pipeline({output("q", cast(e4m3, x / s)), output("sp", s, layout::mn_major_tma_packed())});
+  const Plan pp = make_plan(packed, Target::parse("sm_90a"), default_stride_class(packed));
+  CHECK(pp.kind == KernelKind::tiled);
+  CHECK(pp.zero_outputs == std::vector<int>{1});
+  // The offset: word (c/4)*A + r, byte c%4, A = roundup(R, 4), from the definition.
+  const std::string src = generate(packed, Target::parse("sm_90a"), default_stride_class(packed)).source;
+  CHECK(src.find("mx_i64((mx_u64(gc) % 4u))") != std::string::npos);
+  CHECK(src.find("((mx_u64(P.out_shape[1][0]) + 3u) / 4u * 4u)") != std::string::npos);
+  const Pipeline mn = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma()), output("b", s, layout::blocked_128x4())});
+  const Plan pl = make_plan(mn, Target::parse("sm_90a"), default_stride_class(mn));
+  CHECK(pl.zero_outputs == std::vector<int>{1});  // the kernels write real scales only; blocked writes its padding
+  // Grouped layouts other than grouped_blocked128x4 run on the CPU.
+  const Pipeline g = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma().groups("offs", 0))});
+  CHECK_THROWS_WITH_AS(make_plan(g, Target::parse("sm_90a"), default_stride_class(g)), doctest::Contains("output 's'"), UsageError);
 }
 
 TEST_CASE("other stride classes compile: column-major, unaligned, no unit stride") {
@@ -207,9 +238,9 @@ TEST_CASE("direct kernel: one lane per block row computes a software-encoded cas
       CHECK(body(p, "sm_80").find(fetch) != std::string::npos);  // no FP8 cvt: software everywhere
       // Linear scales leave from the owner lane, inside the scale loop, not per row from the
       // block's first lane; blocked scales keep their gathered words.
-      const bool owner = !hw && !l.is_blocked();
+      const bool owner = !hw && !detail::is_blocked(l);
       CHECK((body(p, "sm_90a").find("from their owner lane") != std::string::npos) == owner);
-      CHECK((body(p, "sm_90a").find("(threadIdx.x % 4) == 0 && cc < n_c") != std::string::npos) == (hw && !l.is_blocked()));
+      CHECK((body(p, "sm_90a").find("(threadIdx.x % 4) == 0 && cc < n_c") != std::string::npos) == (hw && !detail::is_blocked(l)));
     }
   }
   auto x = input("x", DType::bf16, rank(2));

@@ -61,7 +61,8 @@ int64_t expected_offset(bool by_rows, const std::vector<int64_t>& ends, int64_t 
 void check_grouped(bool by_rows, int64_t rows, int64_t cols, const std::vector<int64_t>& ends) {
   const Layout l = Layout::grouped_blocked_128x4("offs", by_rows ? 0 : 1);
   const std::vector<int64_t> shape = {rows, cols};
-  const int64_t storage = l.storage_size(shape, 0, 1, int64_t(ends.size()));
+  const BoundLayout bl = l.bind(2, 0, 1);
+  const int64_t storage = bl.size_bound(shape, int64_t(ends.size()));
   const int64_t g = int64_t(ends.size());
   REQUIRE(storage == (by_rows ? (round_up(rows, 128) + 128 * g) * round_up(cols, 4)
                               : round_up(rows, 128) * (round_up(cols, 4) + 4 * g)));
@@ -71,7 +72,7 @@ void check_grouped(bool by_rows, int64_t rows, int64_t cols, const std::vector<i
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       const std::vector<int64_t> idx = {r, c};
-      const int64_t off = l.offset(idx, shape, 0, 1, ends);
+      const int64_t off = bl.offset(idx, shape, ends);
       if (off != expected_offset(by_rows, ends, rows, cols, r, c)) ++mismatches;
       if ((by_rows ? r : c) >= last) {
         if (off != -1) ++mismatches;
@@ -80,7 +81,7 @@ void check_grouped(bool by_rows, int64_t rows, int64_t cols, const std::vector<i
       ++stored;
       if (off < 0 || off >= storage) { ++out_of_range; continue; }
       ++hits[size_t(off)];
-      auto back = l.index_at(off, shape, 0, 1, ends);
+      auto back = bl.index_at(off, shape, ends);
       if (!back || *back != idx) ++inverse_bad;
     }
   CHECK(mismatches == 0);
@@ -90,7 +91,7 @@ void check_grouped(bool by_rows, int64_t rows, int64_t cols, const std::vector<i
   int64_t twice = 0, padding_bad = 0;
   for (int64_t o = 0; o < storage; ++o) {
     if (hits[size_t(o)] > 1) ++twice;
-    if (hits[size_t(o)] == 0 && l.index_at(o, shape, 0, 1, ends)) ++padding_bad;
+    if (hits[size_t(o)] == 0 && bl.index_at(o, shape, ends)) ++padding_bad;
   }
   CHECK(twice == 0);
   CHECK(padding_bad == 0);
@@ -99,7 +100,7 @@ void check_grouped(bool by_rows, int64_t rows, int64_t cols, const std::vector<i
   for (int64_t end : ends) {
     if (end > start) {
       const std::vector<int64_t> first = by_rows ? std::vector<int64_t>{start, 0} : std::vector<int64_t>{0, start};
-      const int64_t off = l.offset(first, shape, 0, 1, ends);
+      const int64_t off = bl.offset(first, shape, ends);
       CHECK(off == padded * (by_rows ? round_up(cols, 4) : round_up(rows, 128)));
       CHECK(padded % (by_rows ? 128 : 4) == 0);
     }
@@ -135,12 +136,12 @@ TEST_CASE("grouped_blocked_128x4 by columns: every index, random ends with empty
 
 TEST_CASE("grouped layouts: the diagram's example (130 rows, an empty group, 5 rows)") {
   const std::vector<int64_t> ends = {130, 130, 135};
-  const Layout l = layout::grouped_blocked_128x4(offsets("offs"), 0);
+  const BoundLayout l = layout::grouped_blocked_128x4(offsets("offs"), 0).bind(2, 0, 1);
   const std::vector<int64_t> shape = {135, 4};
-  CHECK(l.offset(std::vector<int64_t>{0, 0}, shape, 0, 1, ends) == 0);
-  CHECK(l.offset(std::vector<int64_t>{129, 3}, shape, 0, 1, ends) == atom128(129, 3, 4));
-  CHECK(l.offset(std::vector<int64_t>{130, 0}, shape, 0, 1, ends) == 256 * 4);  // P_2 = 256 rows
-  CHECK(l.offset(std::vector<int64_t>{134, 2}, shape, 0, 1, ends) == 256 * 4 + atom128(4, 2, 4));
+  CHECK(l.offset(std::vector<int64_t>{0, 0}, shape, ends) == 0);
+  CHECK(l.offset(std::vector<int64_t>{129, 3}, shape, ends) == atom128(129, 3, 4));
+  CHECK(l.offset(std::vector<int64_t>{130, 0}, shape, ends) == 256 * 4);  // P_2 = 256 rows
+  CHECK(l.offset(std::vector<int64_t>{134, 2}, shape, ends) == 256 * 4 + atom128(4, 2, 4));
 }
 
 TEST_CASE("layout inverses: index_at(offset(i)) == i for every layout, padding is nullopt") {
@@ -149,28 +150,28 @@ TEST_CASE("layout inverses: index_at(offset(i)) == i for every layout, padding i
   const std::vector<int64_t> shape = {3, 130, 7};
   for (const Layout& l : layouts) {
     INFO(l.str());
-    const int row = l.is_blocked() ? 1 : -1, col = l.is_blocked() ? 2 : -1;
-    const int64_t storage = l.storage_size(shape, row, col);
+    const BoundLayout bl = l.uses_roles() ? l.bind(3, 1, 2) : l.bind(3);
+    const int64_t storage = bl.size(shape);
     std::vector<int> hit(size_t(storage), 0);
     int64_t bad = 0;
     for (int64_t a = 0; a < shape[0]; ++a)
       for (int64_t b = 0; b < shape[1]; ++b)
         for (int64_t c = 0; c < shape[2]; ++c) {
           const std::vector<int64_t> idx = {a, b, c};
-          const int64_t off = l.offset(idx, shape, row, col);
+          const int64_t off = bl.offset(idx, shape);
           REQUIRE(off >= 0);
           REQUIRE(off < storage);
           ++hit[size_t(off)];
-          auto back = l.index_at(off, shape, row, col);
+          auto back = bl.index_at(off, shape);
           if (!back || *back != idx) ++bad;
         }
     CHECK(bad == 0);
     int64_t padding_bad = 0;
     for (int64_t o = 0; o < storage; ++o)
-      if ((hit[size_t(o)] == 0) != !l.index_at(o, shape, row, col)) ++padding_bad;
+      if ((hit[size_t(o)] == 0) != !bl.index_at(o, shape)) ++padding_bad;
     CHECK(padding_bad == 0);
-    CHECK_FALSE(l.index_at(storage, shape, row, col));
-    CHECK_FALSE(l.index_at(-1, shape, row, col));
+    CHECK_FALSE(bl.index_at(storage, shape));
+    CHECK_FALSE(bl.index_at(-1, shape));
   }
 }
 
@@ -178,14 +179,14 @@ TEST_CASE("grouped layouts are values: printed, parsed, compared, hashed") {
   const Layout a = layout::grouped_blocked_128x4(offsets("offs"), 0);
   CHECK(a.str() == "grouped_blocked128x4(0,offs)");
   CHECK(Layout::parse(a.str()) == a);
-  CHECK(a.is_blocked());
-  CHECK(a.is_grouped());
+  CHECK(detail::is_blocked(a));
+  CHECK(a.grouped());
   CHECK(a.group_offsets() == "offs");
   CHECK(a.group_axis() == 0);
   CHECK(a != Layout::blocked_128x4());
   CHECK(a != layout::grouped_blocked_128x4(offsets("offs"), 1));
   CHECK(a != layout::grouped_blocked_128x4(offsets("ends"), 0));
-  CHECK_FALSE(Layout::blocked_128x4().is_grouped());
+  CHECK_FALSE(Layout::blocked_128x4().grouped());
   CHECK_THROWS_AS(Layout::parse("grouped_blocked128x4"), UsageError);
   CHECK_THROWS_AS(Layout::parse("grouped_blocked128x4(x,offs)"), UsageError);
   CHECK_THROWS_AS(Layout::parse("grouped_blocked128x4(0,of-fs)"), UsageError);

@@ -7,26 +7,14 @@
 #include "dsl/errors.hpp"
 #include "dsl/layout.hpp"
 
+#include "support/indices.hpp"
+
 using namespace mxjit;
+using test::for_each_index;
 
 namespace {
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-/// Calls `f(index)` for every index of `shape`, row-major.
-template <class F>
-void for_each_index(const std::vector<int64_t>& shape, F&& f) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    f(idx);
-    for (int a = int(shape.size()) - 1; a >= 0; --a) {
-      if (++idx[a] < shape[a]) break;
-      idx[a] = 0;
-    }
-  }
-}
 
 /// A blocked-layout case: shape, the rows and columns axes; all other axes are batch.
 struct BlockedCase {
@@ -56,7 +44,8 @@ void check_blocked(const Layout& l, int64_t ar, int64_t ac) {
     int64_t batch = 1;
     for (int a = 0; a < int(bc.shape.size()); ++a)
       if (a != bc.row_axis && a != bc.col_axis) batch *= bc.shape[a];
-    const int64_t storage = l.storage_size(bc.shape, bc.row_axis, bc.col_axis);
+    const BoundLayout bl = l.bind(int(bc.shape.size()), bc.row_axis, bc.col_axis);
+    const int64_t storage = bl.size(bc.shape);
     REQUIRE(storage == batch * rp * cp);
 
     std::vector<int> hits(size_t(storage), 0);
@@ -65,7 +54,7 @@ void check_blocked(const Layout& l, int64_t ar, int64_t ac) {
       int64_t b = 0;
       for (int a = 0; a < int(idx.size()); ++a)
         if (a != bc.row_axis && a != bc.col_axis) b = b * bc.shape[a] + idx[a];
-      const int64_t off = l.offset(idx, bc.shape, bc.row_axis, bc.col_axis);
+      const int64_t off = bl.offset(idx, bc.shape);
       if (off != design_offset(ar, b, idx[bc.row_axis], idx[bc.col_axis], rp, cp)) ++mismatches;
       if (off < 0 || off >= storage) ++out_of_range;
       else ++hits[size_t(off)];
@@ -102,7 +91,8 @@ TEST_CASE("layout: blocked_8x4 equals its formula, tails and batches included") 
 TEST_CASE("layout: blocked_128x4 spot values") {
   const Layout l = Layout::blocked_128x4();
   const std::vector<int64_t> shape = {256, 8};
-  auto off = [&](int64_t r, int64_t c) { return l.offset(std::vector<int64_t>{r, c}, shape, 0, 1); };
+  const BoundLayout bl = l.bind(2, 0, 1);
+  auto off = [&](int64_t r, int64_t c) { return bl.offset(std::vector<int64_t>{r, c}, shape); };
   CHECK(off(0, 0) == 0);
   CHECK(off(0, 3) == 3);
   CHECK(off(32, 0) == 4);    // second 32-row group: next 4 bytes of line 0
@@ -126,9 +116,10 @@ TEST_CASE("layout: permuted layouts are bijections with offset = sum(index * str
     if (rank == 4) layouts.push_back(Layout::permuted({3, 1, 0, 2}));
     for (const Layout& l : layouts) {
       INFO("layout " << l.str() << " rank " << rank);
-      REQUIRE(l.check_rank(rank).empty());
-      const std::vector<int64_t> strides = l.strides(shape);
-      const int64_t numel = l.storage_size(shape);
+      const BoundLayout bl = l.bind(rank);
+      REQUIRE(bl.strided());
+      const std::vector<int64_t> strides = bl.view_strides(shape);
+      const int64_t numel = bl.size(shape);
       int64_t expected_numel = 1;
       for (int64_t e : shape) expected_numel *= e;
       REQUIRE(numel == expected_numel);
@@ -137,7 +128,7 @@ TEST_CASE("layout: permuted layouts are bijections with offset = sum(index * str
       std::vector<int> hits(size_t(numel), 0);
       int64_t mismatches = 0, out_of_range = 0;
       for_each_index(shape, [&](const std::vector<int64_t>& idx) {
-        const int64_t off = l.offset(idx, shape);
+        const int64_t off = bl.offset(idx, shape);
         int64_t dot = 0;
         for (int a = 0; a < rank; ++a) dot += idx[a] * strides[a];
         if (off != dot) ++mismatches;
@@ -158,8 +149,8 @@ TEST_CASE("layout: named orders") {
   CHECK(Layout::col_major().order(3) == std::vector<int>{2, 1, 0});
   CHECK(Layout::expert_col_major().order(3) == std::vector<int>{0, 2, 1});
   CHECK(Layout::expert_col_major().order(4) == std::vector<int>{0, 3, 2, 1});
-  CHECK(Layout::col_major().strides(std::vector<int64_t>{4, 6}) == std::vector<int64_t>{1, 4});
-  CHECK(Layout::expert_col_major().strides(std::vector<int64_t>{2, 3, 5}) == std::vector<int64_t>{15, 1, 3});
+  CHECK(Layout::col_major().bind(2).view_strides(std::vector<int64_t>{4, 6}) == std::vector<int64_t>{1, 4});
+  CHECK(Layout::expert_col_major().bind(3).view_strides(std::vector<int64_t>{2, 3, 5}) == std::vector<int64_t>{15, 1, 3});
   CHECK(Layout::permuted({0, 1, 2}) == Layout::row_major());  // one spelling per layout
   CHECK(Layout::linear() == Layout::row_major());
 }

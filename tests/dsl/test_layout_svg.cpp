@@ -61,6 +61,20 @@ TEST_CASE("draw_svg: batches, grouped layouts, 8x4 atoms and rank 1") {
   CHECK_NOTHROW(draw_svg(Layout::row_major(), shape1));
 }
 
+TEST_CASE("draw_svg: the peers' layouts: MN-major TMA-aligned, packed UE8M0 (any layout of the algebra)") {
+  const std::vector<int64_t> shape = {5, 3};  // 5 rows pad to 8; 3 columns
+  const std::string m = draw_svg(Layout::mn_major_tma(), shape);
+  CHECK(count(m, "fill=\"url(#pad)\"") == 2 * (8 * 3 - 15));
+  CHECK(m.find(">12</text>") != std::string::npos);  // (4, 1) -> 1*8 + 4
+  // Packed: [10, 9] scales in int32 words of 4; rows pad to 12, columns to 12 (3 words).
+  const std::vector<int64_t> ps = {10, 9};
+  const std::string p = draw_svg(Layout::mn_major_tma_packed(), ps);
+  CHECK(count(p, "fill=\"url(#pad)\"") == 2 * (12 * 12 - 90));
+  CHECK(p.find(">" + std::to_string(4 * (2 * 12 + 9) + 0) + "</text>") != std::string::npos);  // (9, 8): word 2*12+9
+  const std::string g = draw_svg(Layout::parse("modes(*,r/16,c,r%16).align(c,3)"), std::vector<int64_t>{20, 2});
+  CHECK(g.find("thick = 16x1 atoms") != std::string::npos);
+}
+
 TEST_CASE("draw_svg errors name the rule") {
   const std::vector<int64_t> shape = {130, 7};
   CHECK_THROWS_WITH_AS(draw_svg(Layout::blocked_128x4(), shape, {.max_cells = 100}), doctest::Contains("max_cells"),

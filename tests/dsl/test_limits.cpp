@@ -132,20 +132,23 @@ TEST_CASE("limits: expressions are bounded in depth and in nodes counted as a tr
 }
 
 TEST_CASE("limits: layout storage and strides are checked and zero-aware") {
-  const Layout rm = Layout::row_major(), b = Layout::blocked_128x4();
+  const BoundLayout rm = Layout::row_major().bind(3), rm2 = Layout::row_major().bind(2);
+  const BoundLayout b = Layout::blocked_128x4().bind(2, 0, 1);
   const std::vector<int64_t> empty = {0, k2p62, k2p62}, empty_last = {k2p62, k2p62, 0};
-  CHECK(rm.storage_size(empty) == 0);
-  CHECK(rm.storage_size(empty_last) == 0);
-  CHECK(b.storage_size(std::vector<int64_t>{0, kMax}, 0, 1) == 0);
-  std::string m = usage_message([&] { b.storage_size(std::vector<int64_t>{kMax, kMax}, 0, 1); });
+  CHECK(rm.size(empty) == 0);
+  CHECK(rm.size(empty_last) == 0);
+  CHECK(b.size(std::vector<int64_t>{0, kMax}) == 0);
+  std::string m = usage_message([&] { b.size(std::vector<int64_t>{kMax, kMax}); });
   CHECK(has(m, "layout blocked128x4: the storage of extents [9223372036854775807,9223372036854775807] holds more "
                "than 2^40 elements"));
-  m = usage_message([&] { rm.storage_size(std::vector<int64_t>{int64_t(1) << 21, int64_t(1) << 20}); });
+  m = usage_message([&] { rm2.size(std::vector<int64_t>{int64_t(1) << 21, int64_t(1) << 20}); });
   CHECK(has(m, "holds more than 2^40 elements"));
   // Strides that would pass INT64_MAX (an empty tensor only) are 0, never a wrapped value.
   CHECK(rm.strides(empty) == std::vector<int64_t>{0, k2p62, 1});
   CHECK(rm.strides(empty_last) == std::vector<int64_t>{0, 0, 1});
   CHECK(rm.strides(std::vector<int64_t>{3, 4, 5}) == std::vector<int64_t>{20, 5, 1});
+  // A padded axis near INT64_MAX of an empty tensor stays unpadded rather than wrapping.
+  CHECK(b.padded(std::vector<int64_t>{0, kMax}) == std::vector<int64_t>{0, kMax});
 }
 
 TEST_CASE("limits: output geometry of huge and empty domains") {

@@ -114,7 +114,7 @@ Buffer input_buffer(const Pipeline& p, const Case& k, size_t i) {
 int64_t groups_of(const Pipeline& p, const std::vector<Buffer>& in, size_t o) {
   const Output& out = p.outputs()[o];
   std::string name;
-  if (out.layout.is_grouped()) name = out.layout.group_offsets();
+  if (out.layout.grouped()) name = out.layout.group_offsets();
   else if ((out.kind == OutputKind::elems || out.kind == OutputKind::scales) && block_of(out.node).jagged())
     name = block_of(out.node).offsets;
   const int i = name.empty() ? -1 : p.input_index(name);

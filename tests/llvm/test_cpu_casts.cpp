@@ -124,4 +124,31 @@ TEST_CASE("strided inputs: column-major, sliced, no unit stride, permuted 3-D; f
   CHECK(run_case(single_cast(DType::f16, 2, 1, e3m2, ScaleRule::ceil, layout::permuted({1, 0}), layout::linear()), {64, 96}, 9, true, {1, 64}, DType::f16) == 0);
 }
 
+TEST_CASE("any layout through the one offset function: the peers' padded, packed and split scale layouts") {
+  MXJIT_REQUIRE_CPU_BACKEND();
+  const std::vector<Layout> layouts = {
+      layout::mn_major_tma(), layout::mn_major_tma_packed(), layout::blocked_128x4(), layout::blocked_8x4(),
+      layout::modes({layout::rest, layout::rows / 16, layout::cols, layout::rows % 16}).align(layout::cols, 3),
+      layout::modes({layout::cols / 2, layout::rest, layout::rows, layout::cols % 2}).align(layout::rows, 8)};
+  int cases = 0;
+  for (const Layout& l : layouts)
+    for (int axis : {1, 0}) {
+      CAPTURE(l.str());
+      CAPTURE(axis);
+      const Layout q = axis == 1 ? layout::row_major() : layout::col_major();
+      CHECK(run_case(single_cast(DType::bf16, 2, axis, e4m3, ScaleRule::ceil, q, l), {130, 1000}, 4, true) == 0);
+      CHECK(run_case(single_cast(DType::f32, 3, axis + 1, e5m2, ScaleRule::rceil, layout::row_major(), l), {2, 37, 96}, 5,
+                     false, {}, DType::f32) == 0);
+      cases += 2;
+    }
+  // FP32 scales, MN-major TMA-aligned (DeepGEMM SM90), and GEMM_READY 2-D tiles.
+  auto x = input("x", DType::bf16, rank(2));
+  auto f = f32_scale(amax(blocks(x, 1, 128)), e4m3);
+  CHECK(run_case(pipeline({output("q", cast(e4m3, x / f)), output("s", f, layout::mn_major_tma())}), {257, 640}, 6, true) == 0);
+  auto t = f32_scale(amax(blocks(x, {0, 1}, {128, 128})), e4m3);
+  CHECK(run_case(pipeline({output("q", cast(e4m3, x / t)), output("r", t, layout::gemm_ready_2d()),
+                           output("c", t, layout::gemm_ready_2d_t())}), {300, 1000}, 7, true) == 0);
+  MESSAGE("layout cases: " << cases + 2);
+}
+
 }  // TEST_SUITE

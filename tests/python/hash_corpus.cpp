@@ -63,6 +63,18 @@ int main() {
     c.emplace_back("user_format_two_casts", pipeline({output("q", cast(fp_format(3, 3), x / s)), output("s", s),
                                                       output("q1", cast(e3m2, t / s2)), output("s1", s2)}));
   }
+  {
+    // Composable layouts (dsl/layout.hpp): peers' scale layouts by name and a general form.
+    auto x = input("x", DType::bf16, rank(2));
+    auto s = e8m0_scale(amax(blocks(x, 1, 128)), e4m3, ScaleRule::ceil);
+    auto f = f32_scale(amax(blocks(x, 1, 128)), e4m3);
+    auto t = f32_scale(amax(blocks(x, {0, 1}, {128, 128})), e4m3);
+    c.emplace_back("layouts_peers", pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma_packed()),
+                                              output("q1", cast(e4m3, x / f)), output("s1", f, layout::mn_major_tma()),
+                                              output("q2", cast(e4m3, x / t)), output("s2", t, layout::gemm_ready_2d_t()),
+                                              output("s3", s, layout::modes({layout::rest, layout::rows / 16, layout::cols,
+                                                                             layout::rows % 16}).align(layout::cols, 2))}));
+  }
   for (const auto& [name, p] : c) std::printf("%s %s\n", name.c_str(), p.hash().hex().c_str());
   return 0;
 }

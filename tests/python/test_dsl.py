@@ -59,6 +59,16 @@ def python_corpus():
     s2 = mx.e8m0_scale(mx.amax(mx.blocks(t, 0, 64)), mx.e3m2, mx.ScaleRule.floor)
     c["user_format_two_casts"] = mx.pipeline([mx.output("q", mx.cast(mx.fp_format(3, 3), x / s)), mx.output("s", s),
                                               mx.output("q1", mx.cast(mx.e3m2, t / s2)), mx.output("s1", s2)])
+    x = mx.input("x", mx.bf16, 2)
+    s = mx.e8m0_scale(mx.amax(mx.blocks(x, 1, 128)), mx.e4m3, mx.ScaleRule.ceil)
+    f = mx.f32_scale(mx.amax(mx.blocks(x, 1, 128)), mx.e4m3)
+    t = mx.f32_scale(mx.amax(mx.blocks(x, (0, 1), (128, 128))), mx.e4m3)
+    L = mx.layout
+    c["layouts_peers"] = mx.pipeline([
+        mx.output("q", mx.cast(mx.e4m3, x / s)), mx.output("s", s, L.mn_major_tma_packed()),
+        mx.output("q1", mx.cast(mx.e4m3, x / f)), mx.output("s1", f, L.mn_major_tma()),
+        mx.output("q2", mx.cast(mx.e4m3, x / t)), mx.output("s2", t, L.gemm_ready_2d_t()),
+        mx.output("s3", s, L.modes([L.rest, L.rows / 16, L.cols, L.rows % 16]).align(L.cols, 2))])
     return c
 
 
@@ -117,6 +127,19 @@ def test_pipeline_values():
     g = c["dim1_blocked"].output_geometry(1, [100, 200])
     assert g.view_shape == [256 * 4] and g.row_axis == 1 and g.col_axis == 0
     assert str(mx.layout.grouped_blocked_128x4(mx.offsets("offs"), 0)) == "grouped_blocked128x4(0,offs)"
+    L = mx.layout
+    assert L.modes([L.rest, L.cols / 4, L.rows, L.cols % 4]).align(L.rows, 4).pack(4) == L.mn_major_tma_packed()
+    assert str(L.modes([L.rest, L.cols, L.rows]).align(L.rows, 4)) == "mn_major_tma"
+    assert L.mn_major_tma_packed().definition == "modes(*,c/4,r,c%4).align(r,4).pack(4)"
+    assert mx.Layout.parse("modes(*,c,r).align(r,4)") == L.mn_major_tma()
+    assert hash(L.mn_major_tma()) == hash(mx.Layout.parse("mn_major_tma"))
+    with pytest.raises(mx.UsageError, match="chain"):
+        L.modes([L.rest, L.rows / 64, L.rows % 32])
+    x = mx.input("x", mx.bf16, 2)
+    with pytest.raises(mx.UsageError, match="4 bytes"):
+        mx.output("s", mx.f32_scale(mx.amax(mx.blocks(x, 1, 128)), mx.e4m3), L.mn_major_tma_packed())
+    g = c["layouts_peers"].output_geometry(1, [10, 128 * 9])
+    assert g.view_shape == [12, 3] and g.view_strides == [1, 12] and g.storage_bytes == 144
     assert mx.e4m3.max_normal == 448 and mx.e2m1.packed and mx.fp_format(3, 3).bits == 7
 
 

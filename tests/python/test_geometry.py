@@ -39,6 +39,21 @@ def pipelines():
         s = mx.e8m0_scale(mx.amax(mx.blocks(x2, axis, 32)), mx.e4m3, mx.ScaleRule.rceil)
         out.append(mx.pipeline([mx.output("q", mx.cast(mx.e4m3, x2 / s)),
                                 mx.output("s", s, mx.layout.grouped_blocked_128x4(mx.offsets("offs"), 0))]))
+    # Composable layouts: padded, packed, 2-D tiles, a general form with split axes (1-D view).
+    L = mx.layout
+    for axis in (0, 1):
+        s = mx.e8m0_scale(mx.amax(mx.blocks(x2, axis, 32)), mx.e4m3, mx.ScaleRule.rceil)
+        f = mx.f32_scale(mx.amax(mx.blocks(x2, axis, 32)), mx.e4m3)
+        out.append(mx.pipeline([mx.output("q", mx.cast(mx.e4m3, x2 / s)), mx.output("s", s, L.mn_major_tma_packed()),
+                                mx.output("s1", f, L.mn_major_tma()),
+                                mx.output("s2", s, L.modes([L.rest, L.rows / 16, L.cols, L.rows % 16]))]))
+    for axis in (1, 2):
+        s = mx.e8m0_scale(mx.amax(mx.blocks(x3, axis, 16)), mx.e5m2, mx.ScaleRule.even)
+        out.append(mx.pipeline([mx.output("q", mx.cast(mx.e5m2, x3 / s)), mx.output("s", s, L.mn_major_tma_packed()),
+                                mx.output("s1", s, L.mn_major_tma())]))
+    t = mx.f32_scale(mx.amax(mx.blocks(x2, (0, 1), (32, 32))), mx.e4m3)
+    out.append(mx.pipeline([mx.output("q", mx.cast(mx.e4m3, x2 / t)), mx.output("s", t, L.gemm_ready_2d()),
+                            mx.output("s1", t, L.gemm_ready_2d_t())]))
     return out
 
 

@@ -185,3 +185,33 @@ TEST_CASE("executor: blocked_128x4 scales equal the linear scales placed by the 
     CHECK(o[1].bytes == want);
   }
 }
+
+TEST_CASE("executor: the peers' scale layouts equal the linear scales placed by their formulas, padding 0") {
+  // DeepGEMM SM90 FP32 MN-major TMA-aligned: (b, m, j) -> b*A*sf_k + j*A + m; SM100 packed UE8M0:
+  // byte k%4 of word b*A*ceil(sf_k/4) + (k/4)*A + m; A = roundup(mn, 4). Outputs start poisoned.
+  for (int64_t batch : {int64_t(1), int64_t(3)}) {
+    const int64_t mn = 10, K = 128 * 9;
+    std::vector<float> a = make_values(size_t(batch * mn * K), 7);
+    const int rk = batch == 1 ? 2 : 3;
+    auto x = input("x", DType::f32, rank(rk));
+    auto s = e8m0_scale(amax(blocks(x, rk - 1, 128)), e4m3, ScaleRule::ceil);
+    auto f = f32_scale(amax(blocks(x, rk - 1, 128)), e4m3);
+    auto p = pipeline({output("s", s), output("sp", s, layout::mn_major_tma_packed()), output("f", f),
+                       output("fm", f, layout::mn_major_tma())});
+    std::vector<int64_t> shape = batch == 1 ? std::vector<int64_t>{mn, K} : std::vector<int64_t>{batch, mn, K};
+    auto o = run_reference(p, {f32_view(a, shape)}, shape);
+    const int64_t sf_k = 9, A = 12, words = 3;
+    REQUIRE(o[1].geometry.storage_bytes == batch * A * words * 4);
+    REQUIRE(o[3].geometry.storage_bytes == batch * A * sf_k * 4);
+    std::vector<uint8_t> want(size_t(batch * A * words * 4), 0);
+    std::vector<float> want_f(size_t(batch * A * sf_k), 0.0f);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t m = 0; m < mn; ++m)
+        for (int64_t k = 0; k < sf_k; ++k) {
+          want[size_t(4 * (b * A * words + (k / 4) * A + m) + k % 4)] = o[0].u8()[(b * mn + m) * sf_k + k];
+          want_f[size_t(b * A * sf_k + k * A + m)] = o[2].f32()[(b * mn + m) * sf_k + k];
+        }
+    CHECK(o[1].bytes == want);
+    CHECK(std::memcmp(o[3].bytes.data(), want_f.data(), want_f.size() * 4) == 0);
+  }
+}

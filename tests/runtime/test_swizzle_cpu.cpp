@@ -10,7 +10,10 @@
 #include "dsl/layout.hpp"
 #include "runtime/swizzle.hpp"
 
+#include "support/indices.hpp"
+
 using namespace mxjit;
+using test::for_each_index;
 
 namespace {
 
@@ -37,21 +40,6 @@ struct Linear {
   }
 };
 
-/// Every index of `shape`, row-major.
-template <class F>
-void for_each_index(const std::vector<int64_t>& shape, F&& f) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    f(idx);
-    for (int a = int(shape.size()) - 1; a >= 0; --a) {
-      if (++idx[size_t(a)] < shape[size_t(a)]) break;
-      idx[size_t(a)] = 0;
-    }
-  }
-}
-
 struct Case {
   std::vector<int64_t> shape, strides;
 };
@@ -69,7 +57,8 @@ void check_layout(const Layout& l) {
     Linear lin(c.shape, c.strides, c.shape.size() * 131 + uint64_t(c.shape.back()));
     const int rank = int(c.shape.size());
     const int64_t n = swizzled_size(c.shape, l);
-    REQUIRE(n == l.storage_size(c.shape, rank - 2, rank - 1));
+    const BoundLayout bl = l.bind(rank, rank - 2, rank - 1);
+    REQUIRE(n == bl.size(c.shape));
     std::vector<uint8_t> blocked(size_t(n) + 1, 0xEE);
     const TensorView bv = TensorView::contiguous(blocked.data(), DType::u8, {n});
     swizzle_scales(lin.v, bv, l);
@@ -77,7 +66,7 @@ void check_layout(const Layout& l) {
     // Placement equals Layout::offset; every other byte is zero padding.
     std::vector<uint8_t> want(size_t(n), 0);
     for_each_index(c.shape, [&](const std::vector<int64_t>& idx) {
-      want[size_t(l.offset(idx, c.shape, rank - 2, rank - 1))] = lin.at(idx);
+      want[size_t(bl.offset(idx, c.shape))] = lin.at(idx);
     });
     CHECK(std::equal(want.begin(), want.end(), blocked.begin()));
     // Round trip into a differently strided (contiguous) view, pre-poisoned.
@@ -100,12 +89,23 @@ TEST_CASE("swizzle_scales (CPU) to blocked8x4: Layout::offset placement, zero pa
   check_layout(Layout::blocked_8x4());
 }
 
+TEST_CASE("swizzle_scales (CPU) to any layout: packed UE8M0 words, split axes; placement, zero padding, round trip") {
+  check_layout(Layout::mn_major_tma_packed());
+  check_layout(Layout::mn_major_tma());
+  check_layout(layout::modes({layout::rest, layout::rows / 16, layout::cols, layout::rows % 16}).align(layout::cols, 3));
+}
+
 TEST_CASE("swizzle launch checks name the argument and the rule") {
   std::vector<uint8_t> a(130 * 7), b(256 * 8);
   const TensorView lin = TensorView::contiguous(a.data(), DType::u8, {130, 7});
   const TensorView blk = TensorView::contiguous(b.data(), DType::u8, {256 * 8});
   CHECK_NOTHROW(swizzle_scales(lin, blk));
-  CHECK_THROWS_WITH_AS(swizzle_scales(lin, blk, Layout::row_major()), doctest::Contains("layout"), UsageError);
+  // Host views take any layout (row_major is a copy of [130,7]); the GPU kernel writes the two atoms.
+  CHECK_NOTHROW(swizzle_scales(lin, TensorView::contiguous(b.data(), DType::u8, {910}), Layout::row_major()));
+  TensorView lin_gpu = lin, blk_gpu = TensorView::contiguous(b.data(), DType::u8, {910});
+  lin_gpu.device = blk_gpu.device = DeviceKind::cuda;
+  CHECK_THROWS_WITH_AS(swizzle_scales(lin_gpu, blk_gpu, Layout::row_major()),
+                       doctest::Contains("on the GPU writes blocked128x4 or blocked8x4"), UsageError);
   CHECK_THROWS_WITH_AS(swizzle_scales(lin, blk, Layout::grouped_blocked_128x4("offs", 0)),
                        doctest::Contains("not a swizzle target"), UsageError);
   CHECK_THROWS_WITH_AS(swizzle_scales(lin, TensorView::contiguous(b.data(), DType::u8, {100})),

@@ -161,6 +161,10 @@ check_cast dim1_blocked "f32[2] -> mxfp8.e5m2 even satfinite blocks(0,32) s:bloc
   --elem e5m2 --rule even --nan-policy satfinite --block-axis 0 --elems-layout col_major --scales-layout blocked128x4
 check_cast fp4 "f32[2] -> mxfp4.e2m1 rceil blocks(1,32) s:blocked8x4" "$work/adv.npy" -- \
   --elem e2m1 --rule rceil --scales-layout blocked8x4
+check_cast packed_ue8m0 "bf16[2] -> mxfp8.e4m3 ceil blocks(1,32) s:mn_major_tma_packed" "$work/x.npy" -- \
+  --rule ceil --scales-layout mn_major_tma_packed
+check_cast split_layout "f32[2] -> mxfp8.e4m3 rceil blocks(0,32) s:modes(*,r/16,c,r%16).align(c,3)" "$work/adv.npy" -- \
+  --rule rceil --block-axis 0 --scales-layout "modes(*,r/16,c,r%16).align(c,3)"
 check_cast fp6_e2m3 "f16[2] -> mxfp6.e2m3 ceil blocks(1,16)" "$work/h.npy" -- --elem e2m3 --rule ceil --block 16
 check_cast fp6_e3m2 "f32[2] -> mxfp6.e3m2 floor flush blocks(1,32) amax" "$work/adv.npy" -- --elem e3m2 --flush --amax
 check_cast int8_2d "bf16[2] -> mxint8 floor blocks(0,1,32x32)" "$work/x.npy" -- --elem int8 --block 32x32

@@ -86,9 +86,21 @@ void add_cast_flags(CLI::App& app, CastFlags& f, const std::string& groups_help)
   CLI::Option* elayout = app.add_option("--elems-layout", f.elems_layout, "layout the kernel writes the codes in")
                              ->check(CLI::IsMember({"row_major", "col_major", "expert_col_major"}))
                              ->capture_default_str();
-  CLI::Option* slayout = app.add_option("--scales-layout", f.scales_layout, "layout of the scales")
-                             ->check(CLI::IsMember({"linear", "blocked128x4", "blocked8x4"}))
-                             ->capture_default_str();
+  CLI::Option* slayout =
+      app.add_option("--scales-layout", f.scales_layout,
+                     "layout of the scales: linear, blocked128x4, blocked8x4, mn_major_tma, mn_major_tma_packed, "
+                     "gemm_ready_2d, ... or modes(...) (dsl/layout.hpp)")
+          ->check(CLI::Validator(
+              [](std::string& text) -> std::string {
+                try {
+                  Layout::parse(text);
+                  return {};
+                } catch (const UsageError& e) {
+                  return e.what();
+                }
+              },
+              "LAYOUT"))
+          ->capture_default_str();
   CLI::Option* groups = app.add_option("--groups", f.groups, groups_help);
   CLI::Option* group_axis = app.add_option("--group-axis", f.group_axis, "axis the groups run along")
                                 ->capture_default_str()

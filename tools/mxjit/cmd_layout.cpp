@@ -5,7 +5,9 @@
 //   mxjit layout draw --layout blocked128x4 --shape 130,7 --out blocked.svg
 //   mxjit layout draw --layout col_major --shape 4,6 --out col.svg
 //   mxjit layout draw --layout "grouped_blocked128x4(0,offs)" --shape 135,4 --groups 130,130,135 --out g.svg
+//   mxjit layout draw --layout "modes(*,c/4,r,c%4).align(r,4).pack(4)" --shape 10,9 --out packed.svg
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,7 +60,7 @@ int run_draw(const LayoutCommand& c) {
   o.cell = c.cell;
   o.storage_strip = !c.no_strip;
   if (!c.groups.empty()) {
-    if (!layout.is_grouped())
+    if (!layout.grouped())
       throw UsageError(fmt::format("--groups: layout {} has no groups; --groups takes the group ends of a "
                                    "grouped_blocked128x4(axis,offsets) layout", layout.str()));
     o.group_ends = parse_list("--groups", c.groups);

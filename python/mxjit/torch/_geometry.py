@@ -1,7 +1,7 @@
 """Output geometry in Python: the view each kernel writes, for int or symbolic (SymInt) shapes.
 
-A transcription of ``output_geometry`` (dsl/geometry.cpp) and ``Layout::storage_size`` /
-``Layout::strides`` (dsl/layout.cpp) over the fields ``Pipeline.output_info()`` exposes, so that the
+A transcription of ``output_geometry`` (dsl/geometry.cpp) and ``BoundLayout``'s sizes and view
+(dsl/layout_bound.cpp) over the fields ``Pipeline.output_info()`` exposes, so that the
 fake (meta) kernels under ``torch.compile(dynamic=True)`` compute it without calling C++. Only
 SymInt-safe arithmetic: ``+ - *``, floor division of non-negative values, no ``int()``/``math.ceil``.
 ``tests/python/test_geometry.py`` compares it with the C++ function over a sweep of pipelines and shapes.
@@ -40,32 +40,39 @@ def compact_strides(shape: Sequence, order: Sequence[int]) -> list:
     return strides
 
 
-def blocked_storage(info: dict, logical: Sequence, groups) -> object:
-    """Elements of a blocked (or grouped blocked) scale layout, padding included (layout.cpp)."""
+def padded(info: dict, logical: Sequence) -> list:
+    """Padded extent of every axis: rounded up to the layout's alignment (layout_bound.cpp)."""
+    return [round_up(e, a) for e, a in zip(logical, info["align"])]
+
+
+def product(values) -> object:
     n = 1
-    for a, e in enumerate(logical):
-        grouped = a == info["group_axis"]
-        if a == info["row_axis"]:
-            n = n * (round_up(e, info["atom_rows"]) + (info["atom_rows"] * groups if grouped else 0))
-        elif a == info["col_axis"]:
-            n = n * (round_up(e, info["atom_cols"]) + (info["atom_cols"] * groups if grouped else 0))
-        else:
-            n = n * e
+    for v in values:
+        n = n * v
     return n
 
 
 def output_geometry(info: dict, shape: Sequence, groups=0) -> tuple[list, list]:
     """(view_shape, view_strides) of one output (an entry of Pipeline.output_info()) for domain `shape`.
 
-    Raises ValueError for an odd FP4 packed extent (when the extent is a plain int).
+    The storage view in words (BoundLayout::view_shape / view_strides): a strided layout views the
+    padded tensor of words (its packed axis divided by the packing) with compact strides; any other
+    layout, and a grouped one (its host-side bound), one dimension. Raises ValueError for an odd FP4
+    packed extent (when the extent is a plain int).
     """
     kind = info["kind"]
     if kind == "amax":
         return [1], [1]
     logical = list(shape) if kind in ("elems", "values") else scale_shape(info, shape, groups)
-    if info["blocked"]:
-        return [blocked_storage(info, logical, groups)], [1]
-    view = list(logical)
+    pack = info["pack"]
+    view = padded(info, logical)
+    ga = info["group_axis"]
+    if ga >= 0:
+        u = info["align"][ga]
+        view[ga] = round_up(logical[ga], u) + u * groups
+        return [product(view) // pack], [1]
+    if not info["strided"]:
+        return [product(view) // pack], [1]
     if info["packed"]:
         axis = info["order"][-1]
         extent = view[axis]
@@ -73,4 +80,6 @@ def output_geometry(info: dict, shape: Sequence, groups=0) -> tuple[list, list]:
             raise ValueError(
                 f"output '{info['name']}': FP4 packs two codes per byte along axis {axis}, whose extent {extent} is odd")
         view[axis] = extent // 2
+    if pack > 1:
+        view[info["modes"][-1][0]] = view[info["modes"][-1][0]] // pack
     return view, compact_strides(view, info["order"])

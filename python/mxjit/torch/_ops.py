@@ -50,8 +50,9 @@ def _blocked_present(cast, slot: int, domain, groups=0):
     info = cast.info[slot]
     logical = geo.scale_shape(info, domain, groups)
     row, col = info["row_axis"], info["col_axis"]
-    rp = geo.round_up(logical[row], 128) + (128 * groups if info["group_axis"] == row else 0)
-    cp = geo.round_up(logical[col], 4) + (4 * groups if info["group_axis"] == col else 0)
+    padded = geo.padded(info, logical)
+    rp = padded[row] + (info["align"][row] * groups if info["group_axis"] == row else 0)
+    cp = padded[col] + (info["align"][col] * groups if info["group_axis"] == col else 0)
     batch = [logical[a] for a in range(len(logical)) if a not in (row, col)]
     return ("shape", tuple(batch) + (rp, cp))
 
