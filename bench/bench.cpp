@@ -80,6 +80,13 @@ Pipeline per_group_colwise() {
   auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
   return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("s", sc)});
 }
+// torchao's Float8 rowwise cast (one FP32 multiplier per whole line along `axis`, power-of-two
+// rounded as its MoE training recipe does).
+Pipeline whole_axis(int axis) {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = f32_scale(amax(blocks(x, axis, kWholeAxis)), e4m3, {true, true});
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("s", sc)});
+}
 Pipeline dequant() {
   Expr d = dequantize("q", "s", e4m3, ScaleFormat::e8m0, rank(2), 1, 32);
   return pipeline({output("y", d, DType::bf16)});
@@ -111,6 +118,8 @@ std::vector<Case> cases(const BenchOptions& o) {
       add(std::string("unfused ") + k + "->bf16", [k] { return prologue(k, false); }, sq);
     }
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, sq);
+    for (const auto& s : big) add("fp8 rowwise (whole rows)", [] { return whole_axis(1); }, s);
+    add("fp8 colwise (whole columns)", [] { return whole_axis(0); }, {16640, 5120});
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, {16640, 5120});
     add("mxfp6 e2m3 dim0", [] { return format_cast(e2m3); }, sq);
     add("mxfp6 e3m2 dim0", [] { return format_cast(e3m2); }, sq);

@@ -361,6 +361,10 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
       emit_jagged_kernel(x);
       break;
     case KernelKind::columns: emit_columns_kernel(x); break;
+    case KernelKind::rows:
+      x.direct = true;
+      emit_rows_kernel(x);
+      break;
     case KernelKind::direct:
       x.direct = true;
       emit_direct_kernel(x);

@@ -135,6 +135,8 @@ void emit_tile_scales(Ctx& x, int o);
 void emit_jagged_kernel(Ctx& x);
 /// The whole columns kernel body (dim1 / per-expert / fused casts of a 2-byte input, registers only).
 void emit_columns_kernel(Ctx& x);
+/// The whole rows kernel body (whole-axis blocks: a line's amax before its codes).
+void emit_rows_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);
 /// The pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target: hardware

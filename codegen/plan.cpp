@@ -81,6 +81,10 @@ struct KindText {
                        c.rows_per_thread, c.lanes_along_rows, c.tile_rows, c.tile_cols, c.stages, int(c.rowwise_scale),
                        int(c.codes_staged), int(c.lines_padded), int(c.bulk_copy_out), bits(c.scatter_scales));
   }
+  std::string operator()(const RowsPlan& r) const {
+    return fmt::format("rows: chunks_per_thread={} across_axis={} strided_codes={}", r.chunks_per_thread, r.across_axis,
+                       bits(r.strided_codes));
+  }
   std::string operator()(const JaggedPlan& j) const {
     if (!j.vector) return "jagged: scalar (one thread per column)";
     return fmt::format("jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={}",
@@ -131,6 +135,28 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
     l.grid[0] = unsigned(gx), l.grid[1] = unsigned(gy), l.grid[2] = unsigned(gz);
     return l;
   }
+  if (const auto* r = std::get_if<RowsPlan>(&kernel)) {
+    // tiles_r: the lines (every index but ax_c's, row-major); tiles_c: warps per line.
+    check_32bit();
+    l.tiles_r = 1;
+    if (r->across_axis >= 0) {
+      // tiles_r: the other axes' indices; tiles_c: groups of 32 lines along across_axis.
+      for (int a = 0; a < rank; ++a)
+        if (a != ax_c && a != r->across_axis) l.tiles_r *= shape[size_t(a)];
+      l.tiles_c = ceil_div(shape[size_t(r->across_axis)], 32);
+      const int64_t g = l.tiles_r * l.tiles_c;
+      if (g >= k31) throw UsageError(fmt::format("launch: {} tiles exceed one launch's 2^31 CTAs", g));
+      l.grid[0] = unsigned(g);
+      return l;
+    }
+    for (int a = 0; a < rank; ++a)
+      if (a != ax_c) l.tiles_r *= shape[size_t(a)];
+    l.tiles_c = rows_warps_per_line(shape[size_t(ax_c)], threads, r->chunks_per_thread);
+    const int64_t gx = ceil_div(l.tiles_r, threads / 32 / l.tiles_c);
+    if (gx >= k31) throw UsageError(fmt::format("launch: {} lines exceed one launch's 2^31 CTAs", l.tiles_r));
+    l.grid[0] = unsigned(gx);
+    return l;
+  }
   if (const auto* j = std::get_if<JaggedPlan>(&kernel)) {
     l.tiles_c = ceil_div(shape[size_t(ax_c)], j->cols_per_cta);
     // Rows of a tile: the vector kernel's cache (tiles only bound the domain here), 1 for the scalar one.
@@ -157,6 +183,12 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
   }
   l.grid[0] = unsigned(grid);
   return l;
+}
+
+int64_t rows_warps_per_line(int64_t extent, int threads, int chunks_per_thread) {
+  int64_t w = 1;
+  while (w < threads / 32 && w * 32 * chunks_per_thread * 8 < extent) w *= 2;
+  return w;
 }
 
 bool chunk_dequant(const Pipeline& p, int ax_c, const StrideClass& sc, const NodePtr& n) {

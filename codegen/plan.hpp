@@ -112,6 +112,26 @@ struct JaggedPlan {
 };
 
 /// One field of the kernel's parameter block (every word 8 bytes), in MxParams order.
+/// The rows kernel (whole-axis blocks, emit_rows.cpp): each line (the elements sharing one scale:
+/// every index but the whole axis ax_c) belongs to `wpl` warps, which hold its first
+/// wpl * 32 * chunks_per_thread * 8 elements in registers while its amax is reduced, so that a
+/// line up to that length is read once; longer lines are read again for their codes. wpl is the
+/// smallest power of two of warps that holds the line (at most threads / 32), chosen per launch
+/// from the extent (Plan::launch and the kernel compute it alike):
+///
+///   line of 5120 bf16, 256 threads, 4 chunks:  wpl = 8 (1 line per CTA), 2.5 chunks per thread
+///   line of 300:                                wpl = 1 (8 lines per CTA), 2 chunks per lane
+///
+/// Where the lead input's unit-stride axis is another axis u (colwise of a row-major tensor), the
+/// lanes run across lines instead (`across_axis` = u): a CTA takes 32 lines neighbouring along u,
+/// lane i line i, and its warps split the whole axis; each lane's amax meets the other warps'
+/// in shared memory, and the line is read twice (amax, then codes), every load 32 neighbours.
+struct RowsPlan {
+  int chunks_per_thread = 4;             ///< 8-element chunks a thread holds (1..8)
+  int across_axis = -1;                  ///< lanes across lines neighbouring along this axis (-1: along the line)
+  std::vector<bool> strided_codes;       ///< per output: codes stored element by element (ax_c not innermost)
+};
+
 enum class Param : uint8_t {
   in,          ///< input base pointers, one per input
   out,         ///< output base pointers, one per output
@@ -167,12 +187,13 @@ struct Plan {
   ParamLayout params;
   Schedule schedule;               ///< the schedule asked for (its unset fields took defaults)
   std::string kernel_name;         ///< set by generate(): role and key hash
-  std::variant<DirectPlan, TiledPlan, ColumnsPlan, JaggedPlan> kernel;
+  std::variant<DirectPlan, TiledPlan, ColumnsPlan, JaggedPlan, RowsPlan> kernel;
 
   const DirectPlan& direct() const { return std::get<DirectPlan>(kernel); }
   const TiledPlan& tiled() const { return std::get<TiledPlan>(kernel); }
   const ColumnsPlan& columns() const { return std::get<ColumnsPlan>(kernel); }
   const JaggedPlan& jagged() const { return std::get<JaggedPlan>(kernel); }
+  const RowsPlan& rows() const { return std::get<RowsPlan>(kernel); }
   /// The tile of the tiled and columns kinds (rows x cols); throws for the others.
   std::pair<int, int> tile() const;
   /// The grid and tile counts for a domain of `shape` (`groups`: the jagged kernel's group count).
@@ -193,6 +214,9 @@ enum class Fit : uint8_t {
 /// groups beside an amax output) or the schedule does not apply.
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Schedule& schedule = {},
                Fit fit = Fit::exact);
+
+/// The rows kernel's warps per line for a line of `extent` elements (RowsPlan).
+int64_t rows_warps_per_line(int64_t extent, int threads, int chunks_per_thread);
 
 struct ValueSet;
 

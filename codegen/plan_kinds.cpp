@@ -3,6 +3,7 @@
 // measurements behind them: docs/perf-log.md, "Notes moved from code comments"). Shared-memory
 // budgets come from the Target's limits.
 #include "codegen/plan_kinds.hpp"
+#include "codegen/plan_rules.hpp"
 
 #include <fmt/format.h>
 
@@ -270,6 +271,37 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   plan.smem_bytes = need + j.cached_rows * j.cols_per_cta * esize;
   (void)v;
   return j;
+}
+
+RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
+                   const StrideClass& sc) {
+  (void)v;
+  (void)target;
+  RowsPlan r;
+  const int lead = first_tensor_input(p);
+  const int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[size_t(lead)] : -1;
+  if (unit >= 0 && unit != plan.ax_c) r.across_axis = unit;
+  // Along a line: small CTAs, many per SM, each thread holding 8 chunks' raw words. Across lines:
+  // the CTA's warps split the whole axis, so the grid is the lines / 32 and CTAs are large.
+  const bool across = r.across_axis >= 0;
+  plan.threads = s.threads ? s.threads : across ? 1024 : 128;
+  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : across ? 1 : 8;
+  plan.smem_bytes = 0;
+  // 8 chunks of a 2-byte input read by vectors are 32 registers; 4 of anything else.
+  bool narrow = true;
+  for (size_t k = 0; k < p.inputs().size(); ++k)
+    if (p.inputs()[k].kind == InputDecl::tensor)
+      narrow = narrow && dtype_size(p.inputs()[k].dtype) == 2 && sc.vector_along(k, plan.ax_c);
+  r.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : across ? 2 : narrow ? 8 : 4;
+  if (plan.threads < 32 || plan.threads > 1024 || (plan.threads & (plan.threads - 1)) != 0)
+    throw UsageError(fmt::format("schedule: rows kernel threads {} must be a power of two from 32 to 1024", plan.threads));
+  if (r.chunks_per_thread < 1 || r.chunks_per_thread > 8 || plan.ctas_per_sm < 1 || plan.ctas_per_sm > 32 ||
+      plan.threads * plan.ctas_per_sm > 2048)
+    throw UsageError(fmt::format("schedule: rows kernel chunks_per_thread {} (1..8), ctas_per_sm {} (1..32, at most 2048 threads "
+                                 "per SM with {} threads)", r.chunks_per_thread, plan.ctas_per_sm, plan.threads));
+  for (const Output& o : p.outputs())
+    r.strided_codes.push_back(o.kind == OutputKind::elems && o.layout.order(p.rank()).back() != plan.ax_c);
+  return r;
 }
 
 }  // namespace mxjit::detail

@@ -22,6 +22,10 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
 /// The jagged kernel (`vector`: jagged_vector_applies): columns per CTA, rows in flight, cluster,
 /// and the row cache that fills the shared memory left. Sets plan.threads, ctas_per_sm, smem_bytes.
 JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector);
+/// The rows kernel (whole-axis blocks): threads (a power of two, 32..1024), chunks per thread,
+/// and which code outputs are stored element by element. Sets plan.threads, ctas_per_sm.
+RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
+                   const StrideClass& sc);
 
 /// The bare 16-bit tensor input whose loaded words give scale s's amax two elements at a time
 /// (max.NaN.bf16x2 / f16x2: the scale's root is that input), or -1.

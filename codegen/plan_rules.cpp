@@ -22,10 +22,7 @@ void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
       throw UsageError(fmt::format("GPU generator: scale {} is a definition the CUDA generator has no code for yet "
                                    "(only the library recipes of dsl/recipes.hpp); it runs on the CPU backends",
                                    scale_definition(*sn)));
-  for (const NodePtr& sn : v.scales)
-    if (block_of(sn).whole())
-      throw UsageError(fmt::format("GPU generator: {} blocks a whole axis; such casts run on the CPU reference in this "
-                                   "version", block_of(sn).str()));
+  if (whole_axis(v) >= 0) check_rows_runs(p, v);
   for (const NodePtr& q : v.quantizes)
     if (q->saturate == Saturate::none)
       throw UsageError("GPU generator: casts with Saturate::none run on the CPU backends in this version");
@@ -57,6 +54,38 @@ void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
     for (size_t q = 0; q < v.quantizes.size(); ++q)
       if (v.scales[size_t(v.quantize_scale[q])] == sn && v.quantizes[q]->flush_subnormals)
         throw UsageError("GPU generator: NVFP4 with flush_subnormals runs on the CPU reference only in this version");
+  }
+}
+
+int whole_axis(const ValueSet& v) {
+  for (const NodePtr& sn : v.scales) {
+    const BlockSpec& b = block_of(sn);
+    for (size_t i = 0; i < b.axes.size(); ++i)
+      if (b.sizes[i] == kWholeAxis) return b.axes[i];
+  }
+  return -1;
+}
+
+void check_rows_runs(const Pipeline& p, const ValueSet& v) {
+  const int w = whole_axis(v);
+  const auto refuse = [&](const std::string& why) {
+    throw UsageError(fmt::format("GPU generator: whole-axis blocks run on the GPU {}; this pipeline runs on the CPU "
+                                 "backends", why));
+  };
+  for (const NodePtr& sn : v.scales) {
+    const BlockSpec& b = block_of(sn);
+    if (b.axes.size() != 1 || b.axes[0] != w || b.sizes[0] != kWholeAxis)
+      refuse(fmt::format("when every scale blocks the same one axis whole (here {} beside blocks(axis {}, whole)); "
+                         "tensorwise and whole-by-tile blocks are not generated yet", b.str(), w));
+    if (tensor_amax_of(*sn)) refuse("without a two-level (NVFP4) scale");
+  }
+  for (const Output& o : p.outputs()) {
+    if (o.kind == OutputKind::amax || o.kind == OutputKind::values)
+      refuse(fmt::format("with code and scale outputs only (output '{}' is {})", o.name,
+                         o.kind == OutputKind::amax ? "an amax" : "a value tensor"));
+    if (o.kind == OutputKind::scales && (o.layout.grouped() || !o.bound.strided() || o.bound.pack != 1))
+      refuse(fmt::format("with scales in a strided layout (row_major, col_major, perm); output '{}' is {}", o.name,
+                         o.layout.str()));
   }
 }
 
@@ -176,7 +205,7 @@ bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& pla
 Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit fit) {
   // Which fields each kind takes.
   const bool direct = k == KernelKind::direct, tiled = k == KernelKind::tiled, columns = k == KernelKind::columns,
-             jv = k == KernelKind::jagged && jagged_vector;
+             jv = k == KernelKind::jagged && jagged_vector, rows = k == KernelKind::rows;
   Schedule r = s;
   auto field = [&](const char* name, auto Schedule::* m, auto unset, bool applies) {
     if (applies || r.*m == unset) return;
@@ -188,11 +217,11 @@ Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit f
   };
   field("tile_rows", &Schedule::tile_rows, 0, tiled);
   field("tile_cols", &Schedule::tile_cols, 0, tiled || jv);
-  field("threads", &Schedule::threads, 0, direct || tiled || jv);
-  field("ctas_per_sm", &Schedule::ctas_per_sm, 0, direct || tiled || columns || jv);
+  field("threads", &Schedule::threads, 0, direct || tiled || jv || rows);
+  field("ctas_per_sm", &Schedule::ctas_per_sm, 0, direct || tiled || columns || jv || rows);
   field("hoist_loads", &Schedule::hoist_loads, -1, tiled);
   field("rows_per_thread", &Schedule::rows_per_thread, 0, tiled || columns);
-  field("chunks_per_thread", &Schedule::chunks_per_thread, 0, direct);
+  field("chunks_per_thread", &Schedule::chunks_per_thread, 0, direct || rows);
   field("rows_in_flight", &Schedule::rows_in_flight, 0, jv);
   field("cluster", &Schedule::cluster, 0, jv);
   field("stages", &Schedule::stages, 0, columns);

@@ -12,6 +12,13 @@ namespace mxjit::detail {
 /// NVFP4 with flushed subnormals), naming it; the CPU reference runs those.
 void check_gpu_runs(const Pipeline& p, const ValueSet& v);
 
+/// The axis some scale of `v` blocks whole (kWholeAxis), or -1.
+int whole_axis(const ValueSet& v);
+/// Refuses the whole-axis casts the rows kernel does not run (scales blocking other axes or
+/// several, NVFP4, amax and value outputs, scales in split or packed layouts), naming the reason.
+/// (FP4 codes are packed along their block axis: the DSL's rule.)
+void check_rows_runs(const Pipeline& p, const ValueSet& v);
+
 /// The jagged scale of `v` (a scale whose blocks are jagged groups), or null.
 NodePtr jagged_scale(const ValueSet& v);
 

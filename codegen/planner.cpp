@@ -86,6 +86,22 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.kernel = plan_jagged(p, v, plan, fit_schedule(schedule, KernelKind::jagged, vec, fit), target, vec);
     return plan;
   }
+  for (size_t i = 0; i < p.outputs().size(); ++i)
+    if (const Output& o = p.outputs()[i]; o.kind == OutputKind::amax || o.layout.grouped() ||
+                                          (o.bound.pads() && !mxjit::detail::is_blocked(o.layout)))
+      plan.zero_outputs.push_back(int(i));  // grouped, padded strided: kernels write real scales only
+  if (const int w = whole_axis(v); w >= 0) {
+    if (schedule.kernel != KernelKind::automatic && schedule.kernel != KernelKind::rows && fit == Fit::exact)
+      throw UsageError(fmt::format("schedule {}: the {} kernel does not apply to this cast (whole-axis blocks run on the rows kernel)",
+                                   schedule.str(), kernel_kind_name(schedule.kernel)));
+    plan.kind = KernelKind::rows;
+    plan.ax_c = w;
+    plan.ax_r = -1;
+    for (int a = 0; a < p.rank(); ++a)
+      if (a != w) plan.batch_axes.push_back(a);
+    plan.kernel = plan_rows(p, v, plan, fit_schedule(schedule, KernelKind::rows, false, fit), target, sc);
+    return plan;
+  }
   choose_axes(p, v, sc, plan);
   // The tiled kernel's tile and shared memory are checked for every cast (it is the fallback of
   // every stride class).
@@ -95,10 +111,6 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     throw UsageError(fmt::format("GPU generator: a tile of {}x{} elements ({} value tiles) needs {} bytes of shared memory; at most {} KiB "
                                  "fit (shorter blocks do; the CPU backend and the reference run this cast)",
                                  tiled.tile_rows, tiled.tile_cols, tiled.value_tiles, tiled_smem, smem_cap / 1024));
-  for (size_t i = 0; i < p.outputs().size(); ++i)
-    if (const Output& o = p.outputs()[i]; o.kind == OutputKind::amax || o.layout.grouped() ||
-                                          (o.bound.pads() && !mxjit::detail::is_blocked(o.layout)))
-      plan.zero_outputs.push_back(int(i));  // grouped, padded strided: kernels write real scales only
   plan.prepass = nvfp4_prepass(p);
   plan.kind = choose_kind(p, v, plan, sc, schedule, fit);
   const Schedule s = fit_schedule(schedule, plan.kind, false, fit);

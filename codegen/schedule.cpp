@@ -28,8 +28,8 @@ constexpr std::array<IntField, 10> kFields = {{{"tile_rows", &Schedule::tile_row
                                                {"rows_in_flight", &Schedule::rows_in_flight, 0},
                                                {"cluster", &Schedule::cluster, 0},
                                                {"stages", &Schedule::stages, 0}}};
-constexpr std::array<KernelKind, 5> kKinds = {KernelKind::automatic, KernelKind::direct, KernelKind::tiled, KernelKind::columns,
-                                              KernelKind::jagged};
+constexpr std::array<KernelKind, 6> kKinds = {KernelKind::automatic, KernelKind::direct, KernelKind::tiled, KernelKind::columns,
+                                              KernelKind::jagged,    KernelKind::rows};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -51,6 +51,7 @@ const char* kernel_kind_name(KernelKind k) {
     case KernelKind::tiled: return "tiled";
     case KernelKind::columns: return "columns";
     case KernelKind::jagged: return "jagged";
+    case KernelKind::rows: return "rows";
     case KernelKind::automatic: break;
   }
   return "automatic";

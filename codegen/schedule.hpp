@@ -21,6 +21,7 @@ enum class KernelKind : uint8_t {
   tiled,      ///< a shared-memory tile of FP32 values, any block shape (emit.cpp)
   columns,    ///< registers only, blocks across rows: dim1, 3-D per-expert, dim0+dim1 (emit_columns.cpp)
   jagged,     ///< jagged groups of rows (MoE token groups), one CTA per group (emit_jagged.cpp)
+  rows,       ///< whole-axis blocks (rowwise, colwise): a line's amax before any of its codes (emit_rows.cpp)
 };
 
 /// The name of a kernel kind as the text form spells it ("columns", "automatic").
@@ -31,11 +32,11 @@ struct Schedule {
   KernelKind kernel = KernelKind::automatic;  ///< which kernel family runs the cast
   int tile_rows = 0;          ///< tiled: tile rows (a multiple of the blocks' rows)
   int tile_cols = 0;          ///< tiled: tile columns; jagged: columns per CTA (32, 64, 128, 256)
-  int threads = 0;            ///< direct, tiled, jagged: threads per CTA
+  int threads = 0;            ///< direct, tiled, jagged, rows: threads per CTA
   int ctas_per_sm = 0;        ///< every kind: __launch_bounds__' minimum CTAs per SM (caps registers)
   int hoist_loads = -1;       ///< tiled: 1 issues every load of a thread before its first store, 0 not
   int rows_per_thread = 0;    ///< columns: rows a thread holds (8, 16); tiled: rows per column-wise store
-  int chunks_per_thread = 0;  ///< direct: 8-element chunks a thread loads before using any (1..8)
+  int chunks_per_thread = 0;  ///< direct, rows: 8-element chunks a thread loads before using any (1..8)
   int rows_in_flight = 0;     ///< jagged: rows a thread keeps in flight through registers (1..16)
   int cluster = 0;            ///< jagged: CTAs sharing one group (a thread-block cluster, sm_90+)
   int stages = 0;             ///< columns: tiles in flight per CTA (1: one tile per CTA; 2-4: a ring, sm_90+)

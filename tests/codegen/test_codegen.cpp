@@ -288,7 +288,7 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
   auto sn = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
   Pipeline pn = pipeline({output("q", cast(e2m1, x / sn, Round::nearest_even, Saturate::finite, flush)), output("s", sn)});
   CHECK_THROWS_AS(generate(pn, Target::parse("sm_90a"), default_stride_class(pn)), UsageError);
-  // Scale definitions no library recipe names, Saturate::none and whole-axis blocks: CPU only.
+  // Scale definitions no library recipe names and Saturate::none: CPU only.
   auto gpu_refuses = [](const Pipeline& p, const char* part) {
     try {
       generate(p, Target::parse("sm_90a"), default_stride_class(p));
@@ -303,8 +303,12 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
   gpu_refuses(pipeline({output("q", cast(e4m3, x / sd)), output("s", sd)}), "has no code for yet");
   gpu_refuses(pipeline({output("q", cast(e4m3, x / sf, Round::nearest_even, Saturate::none)), output("s", sf)}),
               "Saturate::none");
+  // Whole rows run on the rows kernel; a whole tensor does not yet.
   auto sw = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), "blocks(1,whole) blocks a whole axis");
+  CHECK(generate(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), Target::parse("sm_90a"), default_stride_class(pj))
+            .plan.kind == KernelKind::rows);
+  auto st = f32_scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3);
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st)}), "tensorwise");
 }
 
 TEST_CASE("NVFP4 (both conventions, dim0 and dim1) compiles for sm_90a and sm_100a") {

@@ -1,0 +1,133 @@
+// The rows kernel (whole-axis blocks: rowwise, colwise, 3-D per-(e, n) columns): what the planner
+// picks and refuses, the warps per line, and every variant compiling with NVRTC for sm_90a and
+// sm_100a (no GPU needed; tests/gpu/test_gpu_rows.cpp runs them against the reference).
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/emit.hpp"
+#include "codegen/plan.hpp"
+#include "dsl/errors.hpp"
+#include "support/compile_variants.hpp"
+
+using namespace mxjit;
+using namespace mxjit::detail;
+
+namespace {
+
+/// FP8 codes and FP32 scales of `x` blocked whole along `axis` (torchao's Float8 rowwise recipe).
+Pipeline rowwise(DType dt, int r, int axis, F32ScaleOptions o = {}, Layout q_layout = layout::row_major()) {
+  auto x = input("x", dt, rank(r));
+  auto s = f32_scale(amax(blocks(x, axis, kWholeAxis)), e4m3, o);
+  return pipeline({output("q", cast(e4m3, x / s), q_layout), output("s", s)});
+}
+
+StrideClass unit_along(int axis, bool aligned = true) { return StrideClass{{axis}, {aligned}}; }
+
+std::string usage_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per scale") {
+  const Target t = Target::parse("sm_90a");
+  const Pipeline p = rowwise(DType::bf16, 2, 1);
+  const Plan plan = make_plan(p, t, unit_along(1));
+  CHECK(plan.kind == KernelKind::rows);
+  CHECK(plan.ax_c == 1);
+  CHECK(plan.batch_axes == std::vector<int>{0});
+  CHECK(plan.str().find("rows: chunks_per_thread=8") != std::string::npos);
+  // Lines of 5120: the 4 warps of a 128-thread CTA (5 chunks a thread); of 300: one warp.
+  const Launch l = plan.launch({16384, 5120}, 0);
+  CHECK(l.tiles_r == 16384);
+  CHECK(l.tiles_c == 4);
+  CHECK(l.grid[0] == 16384u);
+  const Launch s = plan.launch({1000, 300}, 0);
+  CHECK(s.tiles_c == 1);
+  CHECK(s.grid[0] == 250u);  // 4 lines per CTA
+  // A 3-D (E, K, N) tensor with K whole: lines are the (e, n) pairs.
+  const Plan p3 = make_plan(rowwise(DType::bf16, 3, 1), t, unit_along(2));
+  CHECK(p3.launch({4, 5120, 96}, 0).tiles_r == 4);  // the E axis; the (e, n) lines go 32 to a tile
+  CHECK(p3.rows().strided_codes == std::vector<bool>{true, false});
+  CHECK(p3.rows().across_axis == 2);  // lanes across the (e, n) lines, 32 neighbours along N
+  CHECK(p3.launch({4, 5120, 96}, 0).tiles_c == 3);
+  CHECK(p3.launch({4, 5120, 96}, 0).grid[0] == 12u);
+  CHECK(plan.rows().across_axis == -1);
+  // The schedule's fields: threads, chunks_per_thread, ctas_per_sm; others are refused by name.
+  const Plan tuned = make_plan(p, t, unit_along(1), Schedule::parse("tune(threads=64, chunks_per_thread=2)"));
+  CHECK(tuned.threads == 64);
+  CHECK(tuned.launch({10, 5120}, 0).tiles_c == 2);
+  CHECK(usage_message([&] { make_plan(p, t, unit_along(1), Schedule::parse("tune(tile_rows=32)")); })
+            .find("tile_rows does not apply to the rows kernel") != std::string::npos);
+  CHECK(usage_message([&] { make_plan(p, t, unit_along(1), Schedule::parse("tune(kernel=direct)")); })
+            .find("whole-axis blocks run on the rows kernel") != std::string::npos);
+  CHECK(usage_message([&] { make_plan(p, t, unit_along(1), Schedule::parse("tune(threads=96)")); })
+            .find("must be a power of two") != std::string::npos);
+}
+
+TEST_CASE("rows kernel: warps per line are the fewest that hold the line, at most the CTA's") {
+  for (int threads : {32, 64, 128, 256, 512, 1024})
+    for (int u = 1; u <= 8; ++u)
+      for (int64_t n : {int64_t(1), int64_t(7), int64_t(255), int64_t(256), int64_t(257), int64_t(5120), int64_t(65536),
+                        int64_t(1) << 30}) {
+        const int64_t w = rows_warps_per_line(n, threads, u);
+        CHECK(w >= 1);
+        CHECK(w <= threads / 32);
+        CHECK((w & (w - 1)) == 0);
+        // Either the line fits the warps' registers, or the CTA is all the line's.
+        CHECK((w * 256 * u >= n) + (w == threads / 32) >= 1);
+        if (w > 1) CHECK((w / 2) * 256 * u < n);
+      }
+}
+
+TEST_CASE("rows kernel: whole-axis casts it does not run are refused by name") {
+  const Target t = Target::parse("sm_90a");
+  auto x = input("x", DType::bf16, rank(2));
+  auto msg = [&](const Pipeline& p) { return usage_message([&] { make_plan(p, t, unit_along(1)); }); };
+  auto tensorwise = f32_scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tensorwise)), output("s", tensorwise)})).find("tensorwise") != std::string::npos);
+  auto tiles = f32_scale(amax(blocks(x, {0, 1}, {kWholeAxis, 128})), e4m3);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tiles)), output("s", tiles)})).find("same one axis") != std::string::npos);
+  auto rows = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / rows)), output("a", amax(x))})).find("output 'a' is an amax") != std::string::npos);
+  auto rows8 = e8m0_scale(amax(blocks(x, 1, kWholeAxis)), e4m3, ScaleRule::rceil);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / rows8)), output("s", rows8, layout::blocked_128x4())}))
+            .find("strided layout") != std::string::npos);
+  // Padded strided scales are zeroed first (the kernel writes the real ones).
+  CHECK(make_plan(pipeline({output("q", cast(e4m3, x / rows)), output("s", rows, layout::mn_major_tma())}), t, unit_along(1))
+            .zero_outputs == std::vector<int>{1});
+}
+
+TEST_CASE("rows kernel: every variant compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
+  std::vector<test::CompileVariant> vs;
+  for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+    vs.push_back({fmt::format("{} rowwise", dtype_name(dt)), rowwise(dt, 2, 1), unit_along(1)});
+    vs.push_back({fmt::format("{} rowwise, unaligned", dtype_name(dt)), rowwise(dt, 2, 1), unit_along(1, false)});
+    vs.push_back({fmt::format("{} colwise of a row-major input", dtype_name(dt)), rowwise(dt, 2, 0), unit_along(1)});
+  }
+  vs.push_back({"rowwise pow2 multiplier", rowwise(DType::bf16, 2, 1, {true, true}), unit_along(1)});
+  vs.push_back({"3-D, K whole, codes (E, K, N)", rowwise(DType::bf16, 3, 1), unit_along(1)});
+  vs.push_back({"3-D, N whole, transposed codes", rowwise(DType::bf16, 3, 2, {}, layout::permuted({0, 2, 1})), unit_along(2)});
+  vs.push_back({"rank 1", rowwise(DType::bf16, 1, 0), unit_along(0)});
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    auto y = input("y", DType::bf16, rank(2));
+    auto v = x * y;
+    auto s = e8m0_scale(amax(blocks(v, 1, kWholeAxis)), e4m3, ScaleRule::rceil);
+    auto s4 = e8m0_scale(amax(blocks(v, 1, kWholeAxis)), e2m1, ScaleRule::even);
+    vs.push_back({"E8M0 rowwise of a product, FP8 and FP4", pipeline({output("q", cast(e4m3, v / s)), output("s", s),
+                                                                         output("q4", cast(e2m1, v / s4)), output("s4", s4)}),
+                  StrideClass{{1, 1}, {true, true}}});
+  }
+  for (const char* tu : {"tune(threads=32, chunks_per_thread=1)", "tune(threads=1024, chunks_per_thread=8, ctas_per_sm=1)"})
+    vs.push_back({fmt::format("rowwise {}", tu), rowwise(DType::bf16, 2, 1), unit_along(1), Schedule::parse(tu)});
+  CHECK(test::compile_variants(vs) == 2 * int(vs.size()));
+}

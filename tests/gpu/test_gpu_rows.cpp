@@ -1,0 +1,103 @@
+// The rows kernel (whole-axis blocks) on the GPU against the CPU reference byte for byte:
+// rowwise and colwise FP32 scales (torchao's Float8 rowwise recipe, with and without its power-of-
+// two multiplier) and E8M0 rules, lines shorter than a warp's registers, as long as a CTA's, and
+// longer (read again for their codes), 3-D tensors with the middle or last axis whole, transposed
+// codes, strided and unaligned inputs, several CTA shapes. Random then adversarial values (zeros,
+// subnormals, +-Inf, NaN, maxima, ties), an all-zero line and a NaN line; outputs poisoned.
+// Skips without a GPU.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu/check.hpp"
+
+using namespace mxjit;
+using namespace mxjit::test;
+
+namespace {
+
+/// Runs `p` (input "x" of `dt`, domain `shape`, strides `strides` or compact) with random and
+/// adversarial values, line 0 all zeros and one element of the last line NaN; returns bad bytes.
+int64_t check(const Kernel& k, DType dt, const std::vector<int64_t>& shape, const std::string& label,
+              const std::vector<int64_t>& strides = {}) {
+  int64_t bad = 0;
+  for (bool adversarial : {false, true}) {
+    std::vector<HostTensor> in;
+    in.emplace_back(dt, shape, strides);
+    fill_random(in.back(), 0x7015 + shape.back() * 3 + int64_t(shape.size()), adversarial);
+    bad += check_against_reference(k, in, fmt::format("{} [{}]{}", label, fmt::join(shape, ","), adversarial ? " adversarial" : ""));
+  }
+  return bad;
+}
+
+Pipeline rowwise(DType dt, int r, int axis, F32ScaleOptions o = {}, Layout q_layout = layout::row_major()) {
+  auto x = input("x", dt, rank(r));
+  auto s = f32_scale(amax(blocks(x, axis, kWholeAxis)), e4m3, o);
+  return pipeline({output("q", cast(e4m3, x / s), q_layout), output("s", s)});
+}
+
+}  // namespace
+
+TEST_CASE("rows kernel on the GPU: rowwise FP32 scales, lines short, CTA-long and longer (read twice)") {
+  MXJIT_REQUIRE_GPU();
+  int64_t bad = 0;
+  for (DType dt : {DType::bf16, DType::f32})
+    for (F32ScaleOptions o : {F32ScaleOptions{}, F32ScaleOptions{true, true}}) {
+      const Kernel k = jit(rowwise(dt, 2, 1, o));
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{5, 300}, {7, 5120}, {64, 8192}, {3, 9000}, {33, 1}, {130, 257}})
+        bad += check(k, dt, shape, fmt::format("rowwise {} pow2={}", dtype_name(dt), o.pow2));
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("rows kernel on the GPU: colwise, 3-D per-(e, n) columns, transposed codes, strided inputs") {
+  MXJIT_REQUIRE_GPU();
+  int64_t bad = 0;
+  bad += check(jit(rowwise(DType::bf16, 2, 0)), DType::bf16, {300, 40}, "colwise of a row-major input");
+  bad += check(jit(rowwise(DType::bf16, 2, 1)), DType::bf16, {40, 300}, "rowwise of a column-major input", {1, 40});
+  bad += check(jit(rowwise(DType::bf16, 2, 1)), DType::bf16, {9, 301}, "rowwise, odd row stride", {303, 1});
+  // torchao's 3-D expert weights B_t (E, K, N) column-major per expert (memory (E, N, K)): K whole.
+  bad += check(jit(rowwise(DType::bf16, 3, 1, {true, true}, layout::permuted({0, 2, 1}))), DType::bf16, {3, 640, 24},
+               "3-D colwise over K, codes per-expert column-major", {640 * 24, 1, 640});
+  // B (E, N, K) rowwise over N from B_t's memory: N whole, codes transposed.
+  bad += check(jit(rowwise(DType::bf16, 3, 2, {true, true}, layout::permuted({0, 2, 1}))), DType::bf16, {2, 96, 520},
+               "3-D rowwise over the last axis, transposed codes");
+  bad += check(jit(rowwise(DType::f32, 1, 0)), DType::f32, {4099}, "rank 1");
+  CHECK(bad == 0);
+}
+
+TEST_CASE("rows kernel on the GPU: E8M0 rules, FP4 and FP6 codes, a product prologue, CTA shapes") {
+  MXJIT_REQUIRE_GPU();
+  int64_t bad = 0;
+  for (ScaleRule rule : {ScaleRule::floor, ScaleRule::rceil, ScaleRule::even})
+    for (ElemFormat f : {e4m3, e5m2, e2m3, e2m1}) {
+      auto x = input("x", DType::bf16, rank(2));
+      auto s = e8m0_scale(amax(blocks(x, 1, kWholeAxis)), f, rule);
+      const Pipeline p = pipeline({output("q", cast(f, x / s)), output("s", s)});
+      bad += check(jit(p), DType::bf16, {17, 1000}, fmt::format("{} {}", f.str(), int(rule)));
+    }
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    auto y = input("y", DType::bf16, rank(2));
+    auto v = x * y;
+    auto s = f32_scale(amax(blocks(v, 1, kWholeAxis)), e4m3);
+    const Kernel k = jit(pipeline({output("q", cast(e4m3, v / s)), output("s", s)}));
+    for (bool adversarial : {false, true}) {
+      std::vector<HostTensor> in;
+      in.emplace_back(DType::bf16, std::vector<int64_t>{12, 2100});
+      in.emplace_back(DType::bf16, std::vector<int64_t>{12, 2100});
+      fill_random(in[0], 11, adversarial);
+      fill_random(in[1], 12, false);
+      bad += check_against_reference(k, in, fmt::format("product prologue{}", adversarial ? " adversarial" : ""));
+    }
+  }
+  for (const char* tu : {"tune(threads=32, chunks_per_thread=1)", "tune(threads=64, chunks_per_thread=2)",
+                         "tune(threads=1024, chunks_per_thread=8, ctas_per_sm=1)"}) {
+    const Kernel k = jit(rowwise(DType::bf16, 2, 1), current_target(), Schedule::parse(tu));
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{5, 300}, {9, 5120}, {2, 70000}})
+      bad += check(k, DType::bf16, shape, tu);
+  }
+  CHECK(bad == 0);
+}
