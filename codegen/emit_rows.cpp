@@ -72,6 +72,25 @@ void emit_loads(Ctx& x, const std::string& ind, const std::string& a) {
   }
 }
 
+// Whether every leaf under the roots is a tensor input (held in registers, +0 past the line).
+bool register_leaves_only(const NodePtr& n) {
+  if (n->op == Op::vec_input || n->op == Op::dequant) return false;
+  for (const NodePtr& a : n->args)
+    if (!register_leaves_only(a)) return false;
+  return true;
+}
+bool register_roots(const Ctx& x) {
+  for (const NodePtr& r : x.v.roots)
+    if (!register_leaves_only(r)) return false;
+  return true;
+}
+// Whether every root is a tensor input itself (its +0 loads past the line need no mask).
+bool bare_roots(const Ctx& x) {
+  for (const NodePtr& r : x.v.roots)
+    if (r->op != Op::input || x.p.inputs()[size_t(x.p.input_index(r->name))].kind != InputDecl::tensor) return false;
+  return true;
+}
+
 // The roots' values of chunk u as v<r>[8] (+0 outside the line), from the registers of set `a`.
 void emit_values(Ctx& x, const std::string& ind, const std::string& a) {
   for (int k : tensor_inputs(x)) {
@@ -92,15 +111,34 @@ void emit_values(Ctx& x, const std::string& ind, const std::string& a) {
   for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("{}float v{}[8];\n", ind, r);
   std::string zero;
   for (size_t r = 0; r < x.v.roots.size(); ++r) zero += fmt::format("v{}[e] = 0.0f; ", r);
+  if (register_roots(x)) {
+    // Every leaf a register (+0 past the line): all 8 values without branches, then the ones past
+    // the line masked unless the roots are the inputs themselves.
+    x.out += fmt::format("{0}#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{0}  const int c = cc + e;\n{0}  (void)c;\n", ind) + body + ind + "}\n";
+    if (!bare_roots(x))
+      x.out += fmt::format("{0}if (!(okl && cc + 8 <= n_c))\n{0}  for (int e = 0; e < 8; ++e) if (!(okl && cc + e < n_c)) {{ {1}}}\n", ind, zero);
+    return;
+  }
   x.out += fmt::format("{0}#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{0}  const int c = cc + e;\n", ind);
   x.out += fmt::format("{0}  if (!(okl && c < n_c)) {{ {1}continue; }}\n", ind, zero) + body + ind + "}\n";
 }
 
 // Scale s's running amax m<s> (FP32 bits of max |v|) over chunk u's values: NaN kept (its bits
-// exceed +Inf's) or skipped as the scale's AmaxNan says; flushed values count as zero.
-void emit_accumulate(Ctx& x, const std::string& ind) {
+// exceed +Inf's) or skipped as the scale's AmaxNan says; flushed values count as zero. Where the
+// root is a bare 16-bit input read by vectors and NaN propagates, from the raw words of set `a`
+// two lanes per instruction (max.NaN on |x|; flushing commutes with the maximum).
+void emit_accumulate(Ctx& x, const std::string& ind, const std::string& set) {
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const NodePtr& sn = x.v.scales[s];
+    const int k = packed_amax_input(x, int(s));
+    if (k >= 0 && vec_input(x, k) && sn->amax_nan == AmaxNan::propagate) {
+      const std::string w = fmt::format("r{}{}_[u][0]", k, set);
+      x.out += fmt::format("{}{{\n{}  const mx_u32 pw = {};\n", ind, ind, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+      x.out += fmt::format("{}  mx_u32 a = {};\n", ind, widen_half(x, k, "pw", -1));
+      if (x.v.scale_flush[s]) x.out += ind + "  if (a < 0x00800000u) a = 0u;\n";
+      x.out += fmt::format("{0}  m{1} = a > m{1} ? a : m{1};\n{0}}}\n", ind, s);
+      continue;
+    }
     std::string a = "mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; ";
     if (x.v.scale_flush[s]) a += "if (a < 0x00800000u) a = 0u; ";
     if (sn->amax_nan == AmaxNan::ignore) a += "if (a > 0x7f800000u) a = 0u; ";
@@ -225,9 +263,9 @@ void emit_along_kernel(Ctx& x) {
   emit_span_arrays(x, U, "");
   for (int s = 0; s < S; ++s) x.out += fmt::format("  mx_u32 m{} = 0u;\n", s);
   x.out += "  // Phase 1: the line's amax; a line that fits stays in registers (raw words).\n  if (held) {\n";
-  emit_span(x, U, "(u * lt + t) * 8", "", "    ", [&](const std::string& ind) { emit_accumulate(x, ind); });
+  emit_span(x, U, "(u * lt + t) * 8", "", "    ", [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
   x.out += "  } else {\n    for (int c0 = 0; c0 < n_c; c0 += span) {\n";
-  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", [&](const std::string& ind) { emit_accumulate(x, ind); });
+  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
   x.out += "    }\n  }\n";
   emit_line_reduce(x, S, T);
   emit_line_scales(x, "okl && t == 0");
@@ -271,7 +309,7 @@ void emit_across_kernel(Ctx& x) {
     x.out += "  }\n";
   };
   x.out += "  // Phase 1: each lane's amax over its warp's columns, then over the CTA's warps.\n";
-  loop([&](const std::string& ind) { emit_accumulate(x, ind); });
+  loop([&](const std::string& ind) { emit_accumulate(x, ind, ""); });
   x.out += fmt::format("  __shared__ mx_u32 red_[{}][{}][32];\n", S, T / 32);
   for (int s = 0; s < S; ++s) x.out += fmt::format("  red_[{0}][warp][lane] = m{0};\n", s);
   x.out += "  __syncthreads();\n";
