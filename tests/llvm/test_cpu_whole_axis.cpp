@@ -152,6 +152,25 @@ TEST_CASE("whole-axis blocks: strided inputs, two instances, transposed codes, e
   }
 }
 
+TEST_CASE("whole-axis blocks beside NVFP4's tensor amax, flushed and stochastic casts, E8M0, transposed scales") {
+  MXJIT_REQUIRE_CPU_BACKEND();
+  auto x = input("x", DType::bf16, rank(2));
+  const Scale nv = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::torchao);
+  const Scale rows = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
+  const Scale cols = scale(amax(blocks(x, 0, kWholeAxis)), e5m2, recipes::e8m0(e5m2, ScaleRule::rceil, NanPolicy::satfinite));
+  const Pipeline p = pipeline(
+      {output("q", cast(e2m1, x / nv)), output("s", nv),
+       output("q1", cast(e4m3, x / rows, Round::stochastic, Saturate::finite, {7, 3, true})), output("s1", rows),
+       output("q2", cast(e5m2, x / cols)), output("s2", cols, layout::col_major()), output("amax", amax(x))});
+  const cpu::CpuKernel k = cpu::cpu_jit(p);
+  for (uint64_t seed : {8u, 9u}) {
+    std::vector<HostTensor> in;
+    in.push_back(random_input(DType::bf16, {70, 96}, seed, true));
+    CHECK(check_cpu(k, in, "nvfp4 + whole") == 0);
+    CHECK(check_cpu(k, in, "nvfp4 + whole, one thread", {}, 0, 1) == 0);
+  }
+}
+
 TEST_CASE("whole-axis blocks next to jagged groups are refused by name") {
   MXJIT_REQUIRE_CPU_BACKEND();
   auto x = input("x", DType::bf16, rank(2));
