@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "dsl/errors.hpp"
+#include "dsl/limits.hpp"
 
 namespace mxjit::text_detail {
 namespace {
@@ -79,7 +80,7 @@ class ExprParser {
   ExprParser(std::string_view src, size_t begin, size_t end) : src_(src), i_(begin), end_(end) {}
 
   Term parse_all() {
-    Term t = term();
+    Term t = term(0);
     skip();
     if (i_ < end_) fail_at(src_, i_, fmt::format("unexpected '{}' after the expression", printable(src_[i_])));
     return t;
@@ -103,10 +104,13 @@ class ExprParser {
     return src_.substr(b, i_ - b);
   }
 
-  Term term() {
+  Term term(int depth) {
     skip();
     const size_t at = i_;
     if (i_ >= end_) fail_at(src_, at, "expected an expression");
+    // The DSL's own limit, checked before the recursion could run out of stack.
+    if (depth > kMaxExpressionDepth)
+      fail_at(src_, at, fmt::format("the expression nests deeper than {} operations", kMaxExpressionDepth));
     if (src_[i_] == '-' || src_[i_] == '+') ++i_;
     const std::string_view w = word(at);
     if (w.empty() || w == "-" || w == "+")
@@ -144,7 +148,7 @@ class ExprParser {
             fail_at(src_, bat, fmt::format("floor_log2's second argument is a count of mantissa bits, got '{}'", bw));
           args.push_back(Term{Expr(double(bits)), std::nullopt, bat});
         } else {
-          args.push_back(term());
+          args.push_back(term(depth + 1));
         }
         skip();
         if (i_ < end_ && src_[i_] == ',') { ++i_; continue; }

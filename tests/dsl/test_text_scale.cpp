@@ -246,6 +246,11 @@ TEST_CASE("text scale: misuse is a UsageError at the token") {
     CHECK_MESSAGE(m.find(c.part) != std::string::npos, c.spec << "\n" << m);
     CHECK_MESSAGE(m.starts_with("spec:1:"), m);
   }
+  // Deep nesting is refused before the recursion could exhaust the stack.
+  std::string deep = "bf16[2] -> fp8.e4m3 scale(stored=";
+  for (int i = 0; i < 100000; ++i) deep += "neg(";
+  deep += "amax" + std::string(100000, ')') + ")";
+  CHECK(parse_error(deep).find("the expression nests deeper than 256 operations") != std::string::npos);
   // The caret sits under the offending operation.
   const std::string m = parse_error("bf16[2] -> fp8.e4m3 scale(stored=mul(amax, sqrt(2)))");
   CHECK_MESSAGE(m.find("spec:1:44: unknown operation 'sqrt'") != std::string::npos, m);
