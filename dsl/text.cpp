@@ -11,44 +11,18 @@
 
 #include "dsl/errors.hpp"
 #include "dsl/limits.hpp"
+#include "dsl/text_scale.hpp"
 
 namespace mxjit {
 namespace {
 
+using text_detail::Arg;
+using text_detail::fail_at;
+
 constexpr size_t kNowhere = std::string_view::npos;
-
-/// `c` as printed in a message: control characters (and DEL) as \xNN, so that a hostile spec
-/// cannot move the terminal's cursor or colour its output (as the .npy reader's messages).
-std::string printable(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u < 0x20 || u == 0x7f ? fmt::format("\\x{:02x}", u) : std::string(1, c);
-}
-
-/// Throws UsageError "spec:LINE:COL: msg" plus the source line and a caret under byte `at`.
-[[noreturn]] void fail_at(std::string_view src, size_t at, const std::string& msg) {
-  at = std::min(at, src.size());
-  const size_t line_start = at == 0 ? 0 : src.rfind('\n', at - 1) + 1;  // npos + 1 == 0
-  size_t line_end = src.find('\n', at);
-  if (line_end == kNowhere) line_end = src.size();
-  const size_t line = size_t(std::count(src.begin(), src.begin() + ptrdiff_t(line_start), '\n')) + 1;
-  std::string text, pad, what;
-  for (size_t i = line_start; i < line_end; ++i) {
-    const std::string shown = src[i] == '\t' ? std::string("\t") : printable(src[i]);
-    text += shown;
-    if (i < at) pad += src[i] == '\t' ? std::string("\t") : std::string(shown.size(), ' ');
-  }
-  for (char c : msg) what += printable(c);
-  throw UsageError(fmt::format("spec:{}:{}: {}\n  {}\n  {}^", line, at - line_start + 1, what, text, pad));
-}
 
 /// One whitespace-separated token; `at` is its byte offset in the source.
 struct Token {
-  std::string_view text;
-  size_t at = 0;
-};
-
-/// One argument of a call token `head(arg, arg, ...)`, trimmed.
-struct Arg {
   std::string_view text;
   size_t at = 0;
 };
@@ -147,6 +121,7 @@ int parse_axis(std::string_view src, const Arg& a, const char* what) {
 }
 
 int64_t parse_size(std::string_view src, const Arg& a, const char* what) {
+  if (a.text == "whole") return kWholeAxis;
   return int64_t(parse_number(src, a, what, uint64_t(std::numeric_limits<int64_t>::max())));
 }
 
@@ -193,12 +168,14 @@ constexpr Keyword kKeywords[] = {
     {"groups", "option", "groups(axis,offsets)"},
     {"sr", "option", "sr(seed,offset)"},
     {"amax", "option", "amax (the last token)"},
+    {"scale", "option", "scale(stored=...)"},
+    {"nosat", "option", "nosat"},
 };
 
 constexpr std::string_view kOptionList =
     "a rule (floor, rceil, ceil, even), a NaN policy (nan_block, satfinite), an NVFP4 convention (te, torchao), "
-    "blocks(axis,size), blocks(a0,a1,s0xs1), groups(axis,offsets), sr(seed,offset), flush, q:<layout>, s:<layout>, "
-    "';' or a final amax";
+    "blocks(axis,size|whole), blocks(a0,a1,s0xs1), groups(axis,offsets), scale(stored=...), sr(seed,offset), flush, "
+    "nosat, q:<layout>, s:<layout>, ';' or a final amax";
 
 /// Optimal-string-alignment edit distance (a transposition counts 1).
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -253,6 +230,8 @@ struct CastSpec {
   Opt<BlockArgs> block;
   Opt<std::array<uint64_t, 2>> sr;
   Opt<bool> flush;
+  Opt<bool> nosat;
+  Opt<ScaleDef> def;  ///< scale(...): the recipe gives only the element format
   Opt<Layout> q, s;
 };
 
@@ -381,10 +360,11 @@ class Parser {
       if (call.head == "blocks") return set(c.block, "block option", t, parse_blocks(t, call));
       if (call.head == "groups") return set(c.block, "block option", t, parse_groups(t, call));
       if (call.head == "sr") return set(c.sr, "stochastic rounding option", t, parse_sr(t, call));
+      if (call.head == "scale") return set(c.def, "scale definition", t, text_detail::parse_scale_def(src_, call.args));
       const Keyword* k = nearest_keyword(call.head);
       fail(t.at, k && k->category == "option" && k->word != "flush"
                      ? fmt::format("unknown option '{}(...)' (did you mean {}?)", call.head, k->expected)
-                     : fmt::format("unknown option '{}(...)' (expected blocks(...), groups(...) or sr(...))",
+                     : fmt::format("unknown option '{}(...)' (expected blocks(...), groups(...), scale(...) or sr(...))",
                                    call.head));
     }
     const std::string_view w = t.text;
@@ -397,10 +377,12 @@ class Parser {
     if (w == "te") return set(c.convention, "NVFP4 convention", t, Nvfp4Convention::te);
     if (w == "torchao") return set(c.convention, "NVFP4 convention", t, Nvfp4Convention::torchao);
     if (w == "flush") return set(c.flush, "flush option", t, true);
-    if (w == "blocks" || w == "groups" || w == "sr")
+    if (w == "nosat") return set(c.nosat, "saturation option", t, true);
+    if (w == "blocks" || w == "groups" || w == "sr" || w == "scale")
       fail(t.at + t.text.size(), fmt::format("'{}' needs its arguments in parentheses, e.g. {}", w,
                                              w == "blocks" ? "blocks(0,32)" : w == "groups" ? "groups(0,offs)"
-                                                                                           : "sr(1234,0)"));
+                                             : w == "sr"   ? "sr(1234,0)"
+                                                           : "scale(stored=div(max(amax,1e-12),448))"));
     for (const Recipe& r : kRecipes)
       if (r.name == w) fail(t.at, fmt::format("unexpected recipe '{}': separate casts with ';'", w));
     const Keyword* k = nearest_keyword(w);
@@ -455,6 +437,14 @@ class Parser {
   /// Rejects options that do not apply to the cast's recipe.
   void check_applicable(const CastSpec& c) const {
     const Family f = c.recipe->family;
+    if (c.def.given()) {
+      if (f == Family::nvfp4)
+        fail(c.def.at, "scale(...) gives an FP4 cast its own scale; write it with mxfp4.e2m1, not nvfp4");
+      for (size_t at : {c.rule.at, c.policy.at, c.convention.at})
+        if (at != kNowhere)
+          fail(at, fmt::format("a cast with scale(...) has no rule, NaN policy or convention; its scale is the "
+                               "definition at column {}", column(c.def.at)));
+    }
     if (f != Family::mx) {
       const std::string_view scales = f == Family::nvfp4 ? "E4M3 block scales" : "FP32 scales";
       if (c.rule.given())
@@ -510,7 +500,8 @@ class Parser {
         }
         return groups(x_, a.axes[0], offsets(a.offsets));
       });
-      const Scale s = guard(blk_at, [&] {
+      const Scale s = guard(c.def.given() ? c.def.at : blk_at, [&] {
+        if (c.def.given()) return scale(amax(b), elem, c.def.value);
         switch (f) {
           case Family::mx:
             return e8m0_scale(amax(b), elem, c.rule.given() ? c.rule.value : ScaleRule::floor,
@@ -527,7 +518,8 @@ class Parser {
       }
       options.flush_subnormals = c.flush.given();
       const Round round = c.sr.given() ? Round::stochastic : Round::nearest_even;
-      const Quantized q = guard(blk_at, [&] { return cast(elem, x_ / s, round, Saturate::finite, options); });
+      const Saturate sat = c.nosat.given() ? Saturate::none : Saturate::finite;
+      const Quantized q = guard(c.nosat.given() ? c.nosat.at : blk_at, [&] { return cast(elem, x_ / s, round, sat, options); });
       const size_t q_at = c.q.given() ? c.q.at : blk_at;
       const size_t s_at = c.s.given() ? c.s.at : blk_at;
       Output oq = guard(q_at, [&] { return output(output_name('q', k), q, c.q.given() ? c.q.value : Layout::row_major()); });
@@ -603,19 +595,21 @@ std::string to_text(const Pipeline& p) {
     if (canonical(os.node) != canonical(snode))
       no_text_form(fmt::format("'{}' is not the scale that '{}' was cast with", sn, qn));
     const Recipe* recipe = nullptr;
-    if (snode->recipe == ScaleRecipe::e8m0_exponent)
-      no_text_form(fmt::format("'{}' uses a custom scale expression", sn));
-    if (snode->recipe == ScaleRecipe::generic)
-      no_text_form(fmt::format("'{}' is a scale definition no recipe names: {}", sn, scale_definition(*snode)));
+    // A definition no recipe names is spelt scale(...) after a recipe of its element format.
+    const bool def = snode->recipe == ScaleRecipe::e8m0_exponent || snode->recipe == ScaleRecipe::generic ||
+                     (snode->recipe == ScaleRecipe::f32_multiplier && (snode->pow2 || snode->store_multiplier));
     const Family family = snode->recipe == ScaleRecipe::e8m0_rule ? Family::mx
                           : snode->recipe == ScaleRecipe::nvfp4   ? Family::nvfp4
                                                                   : Family::fp32;
     for (const Recipe& r : kRecipes)
       if (r.family == family && r.elem == snode->elem) recipe = &r;
+    for (const Recipe& r : kRecipes)
+      if (def && !recipe && r.family == Family::mx && r.elem == snode->elem) recipe = &r;
     if (!recipe)
       no_text_form(fmt::format("'{}' casts to {} with {} scales, which no recipe names", qn, qnode->elem.str(),
                                scale_format_name(snode->scale_format)));
     text += fmt::format("{} {}", k == 0 ? "" : " ;", recipe->name);
+    if (def) text += " " + text_detail::scale_def_text(*snode);
     if (family == Family::nvfp4) text += snode->convention == Nvfp4Convention::te ? " te" : " torchao";
     if (family == Family::mx)
       text += fmt::format(" {} {}", rule_name(snode->rule),
@@ -623,6 +617,7 @@ std::string to_text(const Pipeline& p) {
     text += " " + block_of(qnode).str();
     if (qnode->round == Round::stochastic) text += fmt::format(" sr({},{})", qnode->seed, qnode->offset);
     if (qnode->flush_subnormals) text += " flush";
+    if (qnode->saturate == Saturate::none) text += " nosat";
     text += " q:" + oq.layout.str();
     text += " s:" + (os.layout == Layout::linear() ? std::string("linear") : os.layout.str());
   }

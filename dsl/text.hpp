@@ -13,8 +13,11 @@
 ///     option  := floor | rceil | ceil | even        scale rule; E8M0 recipes only; default floor
 ///              | nan_block | satfinite              NaN/Inf block policy; E8M0 recipes only; default nan_block
 ///              | te | torchao                       NVFP4 convention; nvfp4 only; default te
-///              | blocks(axis,size)                  1-D blocks
-///              | blocks(axis0,axis1,size0xsize1)    2-D blocks, e.g. blocks(0,1,32x32)
+///              | blocks(axis,size)                  1-D blocks; size `whole`: one block per whole axis
+///              | blocks(axis0,axis1,size0xsize1)    2-D blocks, e.g. blocks(0,1,32x32), blocks(0,1,wholex128)
+///              | scale(key=value, ...)              a scale definition (ScaleDef; dsl/text_scale.hpp): the
+///                                                   recipe then gives only the element format
+///              | nosat                              Saturate::none (torch's .to(): beyond range -> NaN/Inf)
 ///              | groups(axis,offsets_name)          jagged groups; ends in int32 input offsets_name
 ///              | sr(seed,offset)                    stochastic rounding (default: nearest even)
 ///              | flush                              FP32 subnormal inputs become +-0 first
@@ -40,13 +43,18 @@
 ///     // == parse_pipeline("bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4")
 ///
 /// Canonical form (what to_text prints): every option spelled out, in the order
-///     recipe [te|torchao] [rule policy] blocks|groups [sr(seed,offset)] [flush] q:layout s:layout
+///     recipe [te|torchao] [rule policy] [scale(...)] blocks|groups [sr(seed,offset)] [flush] [nosat] q:layout s:layout
 /// with casts joined by " ; " and the scale layout row_major spelled `linear`. Examples:
 ///
 ///     bf16[2] -> mxfp8.e4m3 floor nan_block blocks(1,32) q:row_major s:linear
 ///     f32[3] -> mxfp4.e2m1 rceil satfinite blocks(1,32) q:perm(0,2,1) s:blocked128x4
 ///     bf16[2] -> nvfp4 torchao blocks(0,1,16x16) sr(7,3) q:row_major s:linear amax
 ///     bf16[2] -> fp8.e4m3 groups(0,offs) q:row_major s:linear ; mxfp8.e5m2 even nan_block blocks(0,32) q:col_major s:linear
+///     bf16[2] -> fp8.e4m3 blocks(1,whole) q:row_major s:linear
+///     bf16[2] -> fp8.e4m3 scale(stored=div(fmax(amax,1e-10),448), factor=stored, apply=divide, clamp=ignore_nan(-448,448), amax_nan=ignore) blocks(1,128) q:row_major s:linear
+///
+/// A cast whose scale is a library recipe prints as that recipe; any other definition (a peer's,
+/// a custom E8M0 exponent) prints as scale(...) after fp8.* (E4M3, E5M2 elements) or mx*.
 ///
 /// Errors are UsageError with the 1-based line and column and a caret under the offending token:
 ///

@@ -8,6 +8,8 @@ The DSL mirrors the C++ one name for name, so a cast declared here hashes the sa
     p = mx.pipeline([mx.output("q", mx.cast(mx.e4m3, x / s), mx.layout.col_major()),
                      mx.output("s", s, mx.layout.blocked_128x4())])
     assert p == mx.parse_pipeline("bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4")
+    r = mx.f32_scale(mx.amax(mx.blocks(x, 1, mx.whole)), mx.e4m3)   # one scale per whole row (FP8 rowwise)
+    d = mx.scale(mx.amax(mx.blocks(x, 1, 128)), mx.e4m3, mx.recipes.vllm_group(mx.e4m3, False))  # a ScaleDef
     k = mx.jit(p)            # compiles per GPU architecture on first use (or mx.warmup([k], devices=[0]))
 
 Kernels launch from plain ints (``Kernel.launch``) and run on host memory (``Kernel.run_host``: the LLVM
@@ -21,7 +23,11 @@ from pkgutil import extend_path
 __path__ = extend_path(__path__, __name__)
 
 from ._mxjit import (  # noqa: E402,F401  (the public API)
+    AmaxNan,
+    Apply,
+    Clamp,
     CompileError,
+    Cond,
     CudaError,
     DType,
     ElemFormat,
@@ -39,6 +45,8 @@ from ._mxjit import (  # noqa: E402,F401  (the public API)
     Rank,
     Round,
     Saturate,
+    Scale,
+    ScaleDef,
     ScaleFormat,
     ScaleRule,
     UsageError,
@@ -49,6 +57,7 @@ from ._mxjit import (  # noqa: E402,F401  (the public API)
     cache_stats,
     cast,
     ceil_log2,
+    clamp,
     cpu_backend,
     dequantize,
     device_arch,
@@ -61,8 +70,11 @@ from ._mxjit import (  # noqa: E402,F401  (the public API)
     e8m0_scale,
     elem_format_named,
     exp,
+    exp2,
     f32_scale,
     floor_log2,
+    fmax,
+    fmin,
     fp_format,
     gelu,
     gpu_available,
@@ -70,26 +82,38 @@ from ._mxjit import (  # noqa: E402,F401  (the public API)
     groups,
     input,
     int8,
+    isinf,
+    isnan,
     jit,
+    kWholeAxis,
     layout,
     make_current,
     max,
     min,
+    never,
     nvfp4_scale,
     offsets,
     output,
     parse_pipeline,
     pipeline,
+    pow2_ceil,
+    pow2_floor,
     rank,
+    recipes,
     relu,
+    scale,
     sigmoid,
     silu,
+    stored_var,
     swiglu,
     swizzle_scales,
     swizzled_size,
+    tamax_var,
     to_text,
     vec,
     warmup,
+    where,
+    whole,
 )
 
 bf16 = DType.bf16

@@ -13,6 +13,9 @@ void bind_errors(nb::module_& m);
 /// The DSL: formats, enums, expressions, blocks, scales, casts, outputs, layouts, pipelines, the
 /// text form and output geometry (dsl.cpp).
 void bind_dsl(nb::module_& m);
+/// Scale definitions: ScaleDef, its expression language (conditions, fmax, pow2_ceil, ...), mx.whole,
+/// and the recipes submodule (scale_defs.cpp; called by bind_dsl).
+void bind_scale_defs(nb::module_& m);
 /// Kernels: jit, launch from ints on a GPU stream, run on host pointers, warm-up, devices, cache
 /// statistics (kernels.cpp).
 void bind_kernels(nb::module_& m);

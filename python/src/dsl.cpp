@@ -102,12 +102,14 @@ void bind_dsl(nb::module_& m) {
       .value("nan_block", NanPolicy::nan_block).value("satfinite", NanPolicy::satfinite);
   nb::enum_<Round>(m, "Round", "Rounding onto the element grid.")
       .value("nearest_even", Round::nearest_even).value("stochastic", Round::stochastic);
-  nb::enum_<Saturate>(m, "Saturate", "Finite values beyond the format's range clamp to +-max normal.")
-      .value("finite", Saturate::finite);
+  nb::enum_<Saturate>(m, "Saturate", "Beyond the format's range: finite clamps to +-max normal; none gives NaN / "
+                                       "+-Inf (torch's .to(), E4M3 / E5M2 only).")
+      .value("finite", Saturate::finite).value("none", Saturate::none);
   nb::enum_<Nvfp4Convention>(m, "Nvfp4Convention", "The two bit-exact NVFP4 conventions.")
       .value("te", Nvfp4Convention::te).value("torchao", Nvfp4Convention::torchao);
   nb::enum_<ScaleFormat>(m, "ScaleFormat", "How block scales are stored.")
-      .value("e8m0", ScaleFormat::e8m0).value("e4m3", ScaleFormat::e4m3).value("f32", ScaleFormat::f32);
+      .value("e8m0", ScaleFormat::e8m0).value("e4m3", ScaleFormat::e4m3).value("f32", ScaleFormat::f32)
+      .value("bf16", ScaleFormat::bf16);
   nb::enum_<Gelu>(m, "Gelu", "GELU: tanh approximation or exact erf.").value("tanh", Gelu::tanh).value("erf", Gelu::erf);
 
   nb::class_<ElemFormat>(m, "ElemFormat", "An element format (ebits, mbits, specials): e4m3, e2m1, fp_format(3, 3)...")
@@ -149,11 +151,19 @@ void bind_dsl(nb::module_& m) {
       .def("__truediv__", [](const Expr& a, const Expr& b) { return a / b; })
       .def("__rtruediv__", [](const Expr& a, const Expr& b) { return b / a; })
       .def("__neg__", [](const Expr& a) { return -a; })
+      // Comparisons of scale expressions give conditions (IEEE: false with a NaN operand).
+      .def("__eq__", [](const Expr& a, const Expr& b) { return a == b; }, nb::is_operator())
+      .def("__lt__", [](const Expr& a, const Expr& b) { return a < b; }, nb::is_operator())
+      .def("__le__", [](const Expr& a, const Expr& b) { return a <= b; }, nb::is_operator())
+      .def("__gt__", [](const Expr& a, const Expr& b) { return a > b; }, nb::is_operator())
+      .def("__ge__", [](const Expr& a, const Expr& b) { return a >= b; }, nb::is_operator())
       .def("__repr__", [](const Expr& e) { return "mxjit.Expr(" + canonical(e.node()) + ")"; });
   nb::class_<Blocks>(m, "Blocks", "A value cut into blocks that each share one scale.")
       .def_prop_ro("value", &Blocks::value);
   nb::class_<Amax>(m, "Amax", "max |x| per block, or over the whole tensor.");
-  nb::class_<Scale>(m, "Scale", "One scale per block.");
+  nb::class_<Scale>(m, "Scale", "One scale per block.")
+      .def_prop_ro("definition", [](const Scale& s) { return scale_definition(*s.node()); },
+                   "The canonical text of the scale's definition (its expressions and attributes).");
   nb::class_<Scaled>(m, "Scaled", "A value divided by its scale, ready for cast().");
   nb::class_<Quantized>(m, "Quantized", "Quantized elements.").def_prop_ro("scale", &Quantized::scale);
 
@@ -346,6 +356,7 @@ void bind_dsl(nb::module_& m) {
   m.def("parse_pipeline", &parse_pipeline, nb::arg("text"), "Parses the short text form (dsl/text.hpp).");
   m.def("to_text", &to_text, nb::arg("pipeline"), "The canonical short text form of a pipeline.");
   m.def("dtype_size", [](DType t) { return dtype_size(t); }, nb::arg("dtype"));
+  bind_scale_defs(m);
 }
 
 }  // namespace mxjit::python

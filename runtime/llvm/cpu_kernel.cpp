@@ -1,5 +1,5 @@
-// CpuKernel: launch checks, parameter block, tiles (dense or along jagged groups), the NVFP4
-// pre-pass and the thread pool (cpu_backend.hpp).
+// CpuKernel: launch checks, parameter block, tiles (dense or along jagged groups), the amax
+// pass (NVFP4's tensor amax, whole-axis blocks) and the thread pool (cpu_backend.hpp).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -156,6 +156,16 @@ void CpuKernel::operator()(std::span<const TensorView> in, std::span<const Tenso
     acc = checked_mul(acc, shape[size_t(a)]).value_or(std::numeric_limits<int64_t>::max());
   }
   P[size_t(plan.p_slots())] = int64_t(reinterpret_cast<uintptr_t>(slots.data()));
+  // Whole-axis blocks: one zeroed u32 amax word per scale, filled by the amax pass.
+  std::vector<std::vector<uint32_t>> whole(size_t(plan.wholes));
+  for (const detail::ScaleInstance& i : plan.instances) {
+    if (i.whole < 0) continue;
+    const std::vector<int64_t> sshape = scale_shape(block_of(plan.values.scales[size_t(i.scale)]), shape);
+    whole[size_t(i.whole)].assign(size_t(reference::product(sshape)), 0u);
+    P[size_t(plan.p_whole(i.whole))] = int64_t(reinterpret_cast<uintptr_t>(whole[size_t(i.whole)].data()));
+    const std::vector<int64_t> st = reference::row_major_strides(sshape);
+    for (int a = 0; a < rank; ++a) P[size_t(plan.p_whole_stride(i.whole, a))] = st[size_t(a)];
+  }
 
   // Tiles: batch index x row range x column tile (columns fastest). An empty domain has none,
   // whatever its other extents (only jagged groups over an empty axis: their zero-block scales).

@@ -51,8 +51,9 @@ void check_layouts(const Pipeline& p) {
 std::string CpuPlan::str() const {
   std::string inst;
   for (const ScaleInstance& i : instances)
-    inst += fmt::format("{}(s{}{}{} {}x{}{})", inst.empty() ? "" : ",", i.scale, i.flush ? " flush" : "",
-                        i.jagged ? " jagged" : "", i.br, i.bc, i.tamax_slot >= 0 ? " tamax" : "");
+    inst += fmt::format("{}(s{}{}{} {}x{}{}{})", inst.empty() ? "" : ",", i.scale, i.flush ? " flush" : "",
+                        i.jagged ? " jagged" : "", i.br, i.bc, i.tamax_slot >= 0 ? " tamax" : "",
+                        i.whole >= 0 ? fmt::format(" whole={:x}", i.whole_axes) : "");
   return fmt::format("cpu-plan rank={} ax_r={} ax_c={} tile={}x{} batch=[{}] unit=[{}] offsets={} inst=[{}] slots={} "
                      "prepass={} name={}",
                      rank, ax_r, ax_c, tile_r, tile_c, fmt::join(batch_axes, ","), fmt::join(unit_axis, ","),
@@ -73,9 +74,11 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
   // Jagged groups: one offsets input and one axis for the whole pipeline.
   int jagged_axis = -1;
   std::string offsets;
-  std::vector<int> block_axes;
+  std::vector<int> block_axes;  // axes with power-of-two blocks: tile axes (whole axes may be batch axes)
+  bool whole = false;
   for (const NodePtr& s : vs.scales) {
     const BlockSpec& b = block_of(s);
+    whole = whole || b.whole();
     if (b.jagged()) {
       if (!offsets.empty() && (offsets != b.offsets || jagged_axis != b.axes[0]))
         throw UsageError(fmt::format("CPU backend: jagged groups from two offsets inputs or axes ('{}' axis {}, '{}' "
@@ -84,9 +87,13 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
       offsets = b.offsets;
       jagged_axis = b.axes[0];
     } else {
-      for (int a : b.axes) add_unique(block_axes, a);
+      for (size_t k = 0; k < b.axes.size(); ++k)
+        if (b.sizes[k] != kWholeAxis) add_unique(block_axes, b.axes[k]);
     }
   }
+  if (whole && jagged_axis >= 0)
+    throw UsageError(fmt::format("CPU backend: whole-axis blocks next to jagged groups ('{}' axis {}) in one pipeline "
+                                 "are not lowered; use the CPU reference", offsets, jagged_axis));
   const int unit = lead_unit_axis(p, unit_axis);
   if (jagged_axis >= 0) {
     plan.ax_r = jagged_axis;
@@ -130,13 +137,14 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
     in.scale = s;
     in.flush = flush;
     const BlockSpec& b = block_of(vs.scales[size_t(s)]);
-    if (b.whole())
-      throw UsageError(fmt::format("CPU backend: {} blocks a whole axis; such casts run on the CPU reference in this "
-                                   "version", b.str()));
     in.jagged = b.jagged();
     if (!in.jagged) {
-      in.br = plan.ax_r >= 0 ? b.size_along(plan.ax_r) : 1;
-      in.bc = plan.ax_c >= 0 ? b.size_along(plan.ax_c) : 1;
+      for (size_t k = 0; k < b.axes.size(); ++k)
+        if (b.sizes[k] == kWholeAxis) in.whole_axes |= 1u << b.axes[k];
+      if (in.whole_axes) in.whole = plan.wholes++;
+      // Along a whole tile axis a tile is one block: br / bc become the tile's extent below.
+      in.br = plan.ax_r >= 0 && !in.whole_along(plan.ax_r) ? b.size_along(plan.ax_r) : 1;
+      in.bc = plan.ax_c >= 0 && !in.whole_along(plan.ax_c) ? b.size_along(plan.ax_c) : 1;
       if (jagged_axis >= 0 && in.br != 1)
         throw UsageError(fmt::format("CPU backend: blocks of {} along the jagged axis {} next to jagged groups are "
                                      "not lowered", in.br, jagged_axis));
@@ -145,6 +153,7 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
       in.tamax_slot = plan.slots++;
       plan.prepass = true;
     }
+    plan.prepass = plan.prepass || in.whole >= 0;
     plan.instances.push_back(in);
     return int(plan.instances.size()) - 1;
   };
@@ -173,10 +182,17 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
                                  "of {} values", br, bc, limit_text(kMaxTileValues)));
   int64_t tc = plan.ax_c < 0 ? 1 : std::max<int64_t>(bc, plan.ax_r < 0 ? 4096 : (jagged_axis >= 0 ? 64 : (transposed || br > 1 ? 512 : 1024)));
   int64_t tr = plan.ax_r < 0 ? 1 : std::max<int64_t>(br, jagged_axis >= 0 ? 64 : (transposed ? 32 : 4));
+  // Blocks along a whole ax_r: taller tiles, fewer atomic maxima per element in the amax pass.
+  for (const ScaleInstance& i : plan.instances)
+    if (i.whole_along(plan.ax_r)) tr = std::max<int64_t>(tr, 32);
   while (tr * tc > kMaxTileValues && tr > br) tr /= 2;  // powers of two: still whole blocks
   while (tr * tc > kMaxTileValues && tc > bc) tc /= 2;
   plan.tile_c = int(tc);
   plan.tile_r = int(tr);
+  for (ScaleInstance& i : plan.instances) {
+    if (i.whole_along(plan.ax_r)) i.br = tr;
+    if (i.whole_along(plan.ax_c)) i.bc = tc;
+  }
 
   // FP4 codes pack pairs along the innermost stored axis, which must be a tile axis.
   for (const Output& o : p.outputs()) {

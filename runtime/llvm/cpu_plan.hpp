@@ -12,6 +12,15 @@
 ///
 /// Jagged groups: a tile along ax_r is one whole group (nr = its length), so the group's amax
 /// comes from one tile; rows past the last group end form "outside" tiles (codes 0, no scales).
+///
+/// Whole-axis blocks (kWholeAxis: rowwise, colwise, tensorwise) span tiles, so they take two
+/// passes over the tiles: the amax pass (mode 0) reduces each tile's part of every block and
+/// atomically maxes it into the block's word of a u32 buffer (one word per scale); the cast
+/// (mode 1) reads the block amax back from that buffer. Along a whole tile axis a tile is one
+/// block (br = tile_r or bc = tile_c); along a whole batch axis the scale index is 0.
+///
+///     amax pass:  tile (b, r, c) --max--> whole[idx(b, r, c)]   (atomic u32 max of |x| bits)
+///     cast:       whole[idx(b, r, c)] -> scale -> codes; tiles at index 0 of the whole axes store the scale
 /// The plan also fixes the layout of the parameter block (int64 words) the driver fills.
 #include <string>
 #include <vector>
@@ -29,6 +38,10 @@ struct ScaleInstance {
   bool jagged = false;  ///< blocks are the jagged groups along ax_r
   int64_t br = 1, bc = 1;  ///< block extent along ax_r / ax_c (br unused when jagged)
   int tamax_slot = -1;  ///< NVFP4: the slot of its tensor amax (pre-pass)
+  uint32_t whole_axes = 0;  ///< bit a: the blocks span the whole axis a (kWholeAxis)
+  int whole = -1;           ///< whole-axis blocks: the index of its amax buffer (CpuPlan::p_whole)
+  /// True when the blocks span the whole axis `a` (a tile axis or a batch axis).
+  bool whole_along(int a) const { return a >= 0 && (whole_axes >> a & 1u); }
 };
 
 /// Most values one tile holds (tile_r x tile_c): 2^22, 16 MiB of FP32 per value tile and worker.
@@ -48,7 +61,8 @@ struct CpuPlan {
   std::vector<int> output_instance;    ///< per output: the instance of a scales output (-1 otherwise)
   std::vector<int> amax_slot;          ///< per output: the slot of an amax output (-1 otherwise)
   int slots = 0;                       ///< u32 atomic-max slots (amax outputs, NVFP4 tensor amax)
-  bool prepass = false;                ///< NVFP4 needs the tensor amax before the cast
+  bool prepass = false;                ///< an amax pass runs first (NVFP4's tensor amax, whole-axis blocks)
+  int wholes = 0;                      ///< amax buffers of whole-axis instances
   std::string function_name;
 
   // Parameter block: int64 words. Pointers are stored as integers.
@@ -67,8 +81,12 @@ struct CpuPlan {
   int p_dom_stride(int a) const { return ni + no + rank + ni * rank + 2 * no * rank + a; }
   int p_slots() const { return p_dom_stride(rank); }          ///< pointer to u32[slots]
   int p_tamax(int slot) const { return p_slots() + 1 + slot; }  ///< f32 bits of a pre-pass amax
+  /// Word of whole-axis buffer k's pointer (u32[scales], zeroed by the driver) and of its
+  /// row-major stride along axis a of the scale tensor.
+  int p_whole(int k) const { return p_tamax(slots) + k * (rank + 1); }
+  int p_whole_stride(int k, int a) const { return p_whole(k) + 1 + a; }
   /// Size of the parameter block in words.
-  int param_words() const { return p_tamax(slots); }
+  int param_words() const { return p_whole(wholes); }
 
   /// Canonical text (part of the cache metadata and the IR banner).
   std::string str() const;
@@ -76,7 +94,7 @@ struct CpuPlan {
 
 /// Tile descriptor words passed with each call of the tile function.
 enum TileWord : int {
-  kMode = 0,     ///< 0: pre-pass (tensor amax only), 1: the cast
+  kMode = 0,     ///< 0: amax pass (tensor amax, whole-axis block amaxes), 1: the cast
   kR0,           ///< first row (domain index along ax_r)
   kNr,           ///< rows in this tile
   kC0,           ///< first column

@@ -6,7 +6,8 @@
 /// P is the parameter block (CpuPlan::p_*), T a tile descriptor (TileWord), scratch the worker's
 /// buffers (ScratchLayout). One call processes one tile: (1) evaluate the value expressions into
 /// FP32 tiles, (2) block amax -> scales (written straight to their outputs), (3) element codes,
-/// (4) stores along each output's innermost axis; mode 0 only reduces NVFP4 tensor amaxes.
+/// (4) stores along each output's innermost axis; mode 0 only reduces NVFP4 tensor amaxes and
+/// the tile's part of whole-axis block amaxes (cpu_plan.hpp).
 #include <map>
 #include <memory>
 #include <vector>
@@ -36,6 +37,8 @@ struct TileCtx {
   std::vector<std::vector<llvm::Value*>> in_stride, out_stride, out_shape;
   llvm::Value* slots = nullptr;            ///< u32* atomic-max slots
   std::vector<llvm::Value*> tamax;         ///< per slot: f32 from the pre-pass
+  std::vector<llvm::Value*> whole_ptr;     ///< per whole-axis buffer: u32* block amaxes
+  std::vector<std::vector<llvm::Value*>> whole_stride;  ///< per whole-axis buffer: its scale strides
   // Tile descriptor.
   llvm::Value *mode = nullptr, *r0 = nullptr, *nr = nullptr, *c0 = nullptr, *nc = nullptr, *group = nullptr;
   std::vector<llvm::Value*> batch;         ///< per axis (tile axes: unused)
@@ -71,7 +74,7 @@ struct BlockScale {
 /// definition as the reference does (reference/scale_expr.hpp).
 BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, llvm::Value* m);
 
-/// Index of block (rb, cb) of the current tile in the scale tensor along `axis`.
+/// Index of block (rb, cb) of the current tile in the scale tensor along `axis` (0 along a whole axis).
 llvm::Value* lower_scale_index(TileCtx& t, int axis, const ScaleInstance& in, llvm::Value* rb, llvm::Value* cb);
 
 /// Element offset of block (rb, cb) of the current tile in scales output `o` (linear / permuted

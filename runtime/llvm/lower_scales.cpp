@@ -109,6 +109,7 @@ BlockScale lower_block_scale(TileCtx& t, const ScaleInstance& in, Value* m) {
 Value* lower_scale_index(TileCtx& t, int axis, const ScaleInstance& in, Value* rb, Value* cb) {
   Ir& ir = t.ir;
   auto& b = ir.b;
+  if (in.whole_along(axis)) return ir.c64(0);
   if (axis == t.plan.ax_r) return in.jagged ? t.group : b.CreateAdd(b.CreateSDiv(t.r0, ir.c64(in.br)), rb);
   if (axis == t.plan.ax_c) return b.CreateAdd(b.CreateSDiv(t.c0, ir.c64(in.bc)), cb);
   return t.batch[size_t(axis)];

@@ -61,6 +61,16 @@ class TileEmitter {
       if (in.tamax_slot >= 0)
         atomic_max(in.tamax_slot, tile_amax(vs_.scale_root[size_t(in.scale)], in.flush,
                                             vs_.scales[size_t(in.scale)]->amax_nan));
+    // Whole-axis blocks: this tile's part of each block, maxed into the block's buffer word.
+    for (const ScaleInstance& in : t_.plan.instances) {
+      if (in.whole < 0) continue;
+      ir_.loop(ir_.c64(0), ceil_div(t_.nr, in.br), [&](Value* rb) {
+        block_amaxes(in, rb, [&](Value* cb, Value* m) {
+          ir_.b.CreateAtomicRMW(llvm::AtomicRMWInst::UMax, whole_word(in, rb, cb), m, llvm::MaybeAlign(4),
+                                llvm::AtomicOrdering::Monotonic);
+        });
+      });
+    }
   }
 
   void output_amax() {
@@ -120,64 +130,103 @@ class TileEmitter {
 
   Value* ceil_div(Value* n, int64_t d) { return ir_.b.CreateSDiv(ir_.b.CreateAdd(n, ir_.c64(d - 1)), ir_.c64(d)); }
 
-  /// Block amax per block of block row rb -> block(rb, cb, m) for each block.
-  void scales_and_codes(int i, const std::vector<int>& qs) {
-    const ScaleInstance& in = t_.plan.instances[size_t(i)];
+  /// The tile's block amaxes of block row rb (rows [rlo, rhi) of the tile): f(cb, m) per block
+  /// with its amax bits m over the tile's elements.
+  void block_amaxes(const ScaleInstance& in, Value* rb, const std::function<void(Value*, Value*)>& f) {
     const int root = vs_.scale_root[size_t(in.scale)];
     const AmaxNan nan = vs_.scales[size_t(in.scale)]->amax_nan;
     Value* nbc = ceil_div(t_.nc, in.bc);
-    Value* nbr = in.jagged ? ir_.c64(1) : ceil_div(t_.nr, in.br);
     auto absx = [&](Value* r, Value* c) {
       Value* x = t_.tile_at(root, r, c);
       return amax_bits(in.flush ? ir_.flush(x) : x, nan);
     };
+    Value* rlo = row_lo(in, rb);
+    Value* rhi = row_hi(in, rlo);
+    Value* acc = ir_.slot(ir_.i32, "bmax");
+    if (!in.jagged && in.br == 1) {
+      ir_.loop(ir_.c64(0), nbc, [&](Value* cb) {
+        Value* clo = ir_.b.CreateMul(cb, ir_.c64(in.bc));
+        ir_.b.CreateStore(ir_.c32(0), acc);
+        ir_.loop(clo, ir_.smin64(t_.nc, ir_.b.CreateAdd(clo, ir_.c64(in.bc))), [&](Value* c) {
+          ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), absx(rlo, c)), acc);
+        });
+        f(cb, ir_.b.CreateLoad(ir_.i32, acc));
+      });
+      return;
+    }
+    ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) { ir_.store(ir_.c32(0), t_.colmax, c, t_.sc_colmax); });
+    ir_.loop(rlo, rhi, [&](Value* r) {
+      ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) {
+        ir_.store(ir_.umax(ir_.load(ir_.i32, t_.colmax, c, t_.sc_colmax), absx(r, c)), t_.colmax, c, t_.sc_colmax);
+      });
+    });
+    ir_.loop(ir_.c64(0), nbc, [&](Value* cb) {
+      Value* clo = ir_.b.CreateMul(cb, ir_.c64(in.bc));
+      ir_.b.CreateStore(ir_.c32(0), acc);
+      ir_.loop(clo, ir_.smin64(t_.nc, ir_.b.CreateAdd(clo, ir_.c64(in.bc))), [&](Value* c) {
+        ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), ir_.load(ir_.i32, t_.colmax, c, t_.sc_colmax)), acc);
+      });
+      f(cb, ir_.b.CreateLoad(ir_.i32, acc));
+    });
+  }
+
+  Value* row_lo(const ScaleInstance& in, Value* rb) { return in.jagged ? ir_.c64(0) : ir_.b.CreateMul(rb, ir_.c64(in.br)); }
+  Value* row_hi(const ScaleInstance& in, Value* rlo) {
+    return in.jagged ? t_.nr : ir_.smin64(t_.nr, ir_.b.CreateAdd(rlo, ir_.c64(in.br)));
+  }
+
+  /// Pointer to the amax word of block (rb, cb) of the current tile in whole-axis buffer in.whole.
+  Value* whole_word(const ScaleInstance& in, Value* rb, Value* cb) {
+    Value* idx = ir_.c64(0);
+    for (int a = 0; a < t_.plan.rank; ++a)
+      if (!in.whole_along(a))
+        idx = ir_.b.CreateAdd(idx, ir_.b.CreateMul(lower_scale_index(t_, a, in, rb, cb),
+                                                   t_.whole_stride[size_t(in.whole)][size_t(a)]));
+    return ir_.at(ir_.i32, t_.whole_ptr[size_t(in.whole)], idx);
+  }
+
+  /// Block amax per block of block row rb -> block(rb, cb, m) for each block, then the codes of
+  /// the block row; whole-axis blocks read m from the amax pass's buffer.
+  void scales_and_codes(int i, const std::vector<int>& qs) {
+    const ScaleInstance& in = t_.plan.instances[size_t(i)];
+    Value* nbr = in.jagged ? ir_.c64(1) : ceil_div(t_.nr, in.br);
     ir_.loop(ir_.c64(0), nbr, [&](Value* rb) {
-      Value* rlo = in.jagged ? ir_.c64(0) : ir_.b.CreateMul(rb, ir_.c64(in.br));
-      Value* rhi = in.jagged ? t_.nr : ir_.smin64(t_.nr, ir_.b.CreateAdd(rlo, ir_.c64(in.br)));
-      Value* acc = ir_.slot(ir_.i32, "bmax");
-      if (!in.jagged && in.br == 1) {
-        ir_.loop(ir_.c64(0), nbc, [&](Value* cb) {
-          Value* clo = ir_.b.CreateMul(cb, ir_.c64(in.bc));
-          ir_.b.CreateStore(ir_.c32(0), acc);
-          ir_.loop(clo, ir_.smin64(t_.nc, ir_.b.CreateAdd(clo, ir_.c64(in.bc))), [&](Value* c) {
-            ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), absx(rlo, c)), acc);
-          });
-          block(i, rb, cb, ir_.b.CreateLoad(ir_.i32, acc));
+      if (in.whole >= 0) {
+        ir_.loop(ir_.c64(0), ceil_div(t_.nc, in.bc), [&](Value* cb) {
+          block(i, rb, cb, ir_.b.CreateLoad(ir_.i32, whole_word(in, rb, cb)));
         });
       } else {
-        ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) { ir_.store(ir_.c32(0), t_.colmax, c, t_.sc_colmax); });
-        ir_.loop(rlo, rhi, [&](Value* r) {
-          ir_.loop(ir_.c64(0), t_.nc, [&](Value* c) {
-            ir_.store(ir_.umax(ir_.load(ir_.i32, t_.colmax, c, t_.sc_colmax), absx(r, c)), t_.colmax, c, t_.sc_colmax);
-          });
-        });
-        ir_.loop(ir_.c64(0), nbc, [&](Value* cb) {
-          Value* clo = ir_.b.CreateMul(cb, ir_.c64(in.bc));
-          ir_.b.CreateStore(ir_.c32(0), acc);
-          ir_.loop(clo, ir_.smin64(t_.nc, ir_.b.CreateAdd(clo, ir_.c64(in.bc))), [&](Value* c) {
-            ir_.b.CreateStore(ir_.umax(ir_.b.CreateLoad(ir_.i32, acc), ir_.load(ir_.i32, t_.colmax, c, t_.sc_colmax)), acc);
-          });
-          block(i, rb, cb, ir_.b.CreateLoad(ir_.i32, acc));
-        });
+        block_amaxes(in, rb, [&](Value* cb, Value* m) { block(i, rb, cb, m); });
       }
-      for (int q : qs) encode_rows(i, q, rlo, rhi);
+      Value* rlo = row_lo(in, rb);
+      for (int q : qs) encode_rows(i, q, rlo, row_hi(in, rlo));
     });
   }
 
   /// The scale of one block from its amax bits m: multiplier and flag for the codes, and every
-  /// scales output of this instance.
+  /// scales output of this instance (whole-axis blocks: by the tiles at index 0 of the whole axes).
   void block(int i, Value* rb, Value* cb, Value* m) {
     const ScaleInstance& in = t_.plan.instances[size_t(i)];
     const BlockScale s = lower_block_scale(t_, in, m);
     ir_.store(s.mult, t_.blk_mult[size_t(i)], cb, t_.sc_mult[size_t(i)]);
     ir_.store(s.flag, t_.blk_flag[size_t(i)], cb, t_.sc_flag[size_t(i)]);
-    for (size_t o = 0; o < t_.p.outputs().size(); ++o) {
-      if (t_.plan.output_instance[o] != i) continue;
-      Value* off = lower_scale_offset(t_, int(o), in, rb, cb);
-      if (s.stored && t_.p.outputs()[o].dtype == DType::bf16) ir_.store(ir_.f32_to_bf16(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
-      else if (s.stored) ir_.store(ir_.canonical(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
-      else ir_.store(ir_.b.CreateTrunc(s.byte, ir_.i8), t_.out_ptr[o], off, t_.sc_out[o]);
+    auto store = [&] {
+      for (size_t o = 0; o < t_.p.outputs().size(); ++o) {
+        if (t_.plan.output_instance[o] != i) continue;
+        Value* off = lower_scale_offset(t_, int(o), in, rb, cb);
+        if (s.stored && t_.p.outputs()[o].dtype == DType::bf16) ir_.store(ir_.f32_to_bf16(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
+        else if (s.stored) ir_.store(ir_.canonical(s.stored), t_.out_ptr[o], off, t_.sc_out[o]);
+        else ir_.store(ir_.b.CreateTrunc(s.byte, ir_.i8), t_.out_ptr[o], off, t_.sc_out[o]);
+      }
+    };
+    if (in.whole < 0) return store();
+    Value* first = ir_.b.getTrue();
+    for (int a = 0; a < t_.plan.rank; ++a) {
+      if (!in.whole_along(a)) continue;
+      Value* at = a == t_.plan.ax_r ? t_.r0 : a == t_.plan.ax_c ? t_.c0 : t_.batch[size_t(a)];
+      first = ir_.b.CreateAnd(first, ir_.b.CreateICmpEQ(at, ir_.c64(0)));
     }
+    ir_.if_then(first, store);
   }
 
   /// Codes of quantize q for rows [rlo, rhi) with the block row's multipliers and flags: read per
@@ -339,6 +388,12 @@ std::unique_ptr<llvm::Module> lower_pipeline(const Pipeline& p, const CpuPlan& p
   t.slots = pointer(plan.p_slots());
   for (int s = 0; s < plan.slots; ++s)
     t.tamax.push_back(ir.fbits(ir.b.CreateTrunc(word(P, plan.p_tamax(s)), ir.i32)));
+  for (int k = 0; k < plan.wholes; ++k) {
+    t.whole_ptr.push_back(pointer(plan.p_whole(k)));
+    std::vector<llvm::Value*> st;
+    for (int a = 0; a < rank; ++a) st.push_back(word(P, plan.p_whole_stride(k, a)));
+    t.whole_stride.push_back(st);
+  }
   t.mode = word(T, kMode);
   t.r0 = word(T, kR0);
   t.nr = word(T, kNr);

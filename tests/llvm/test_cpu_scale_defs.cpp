@@ -81,11 +81,3 @@ TEST_CASE("scale definitions: a two-level definition reads the tensor amax") {
 }
 
 }  // TEST_SUITE
-
-TEST_CASE("whole-axis blocks are the reference's for now") {
-  MXJIT_REQUIRE_CPU_BACKEND();
-  auto x = input("x", DType::bf16, rank(2));
-  auto s = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
-  CHECK_THROWS_WITH_AS(cpu::cpu_jit(pipeline({output("q", cast(e4m3, x / s)), output("s", s)})),
-                       doctest::Contains("blocks a whole axis"), UsageError);
-}

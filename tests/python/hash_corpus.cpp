@@ -75,6 +75,42 @@ int main() {
                                               output("s3", s, layout::modes({layout::rest, layout::rows / 16, layout::cols,
                                                                              layout::rows % 16}).align(layout::cols, 2))}));
   }
+  {
+    // Scale definitions (ScaleDef) and whole-axis blocks: the peers' recipes rowwise, colwise,
+    // tensorwise and beside 128, the library's definitions, and a user definition with every field.
+    auto x = input("x", DType::bf16, rank(2));
+    auto dg = scale(amax(blocks(x, 1, 128)), e4m3, recipes::deepgemm(e4m3, true));
+    auto vl = scale(amax(blocks(x, {0, 1}, {128, 128})), e4m3, recipes::vllm_group(e4m3, true, 1e-6));
+    auto sg = scale(amax(blocks(x, 1, kWholeAxis)), e5m2, recipes::sglang_group(e5m2, true));
+    auto te = scale(amax(blocks(x, 0, kWholeAxis)), e4m3, recipes::transformer_engine(e4m3, true, 1e-5, 65504.0));
+    auto ta = scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3, recipes::torchao_blockwise(e4m3));
+    auto rw = scale(amax(blocks(x, 1, kWholeAxis)), e4m3, recipes::f32_multiplier(e4m3, {true, true}));
+    auto ex = scale(amax(blocks(x, 1, 32)), e2m1,
+                    recipes::e8m0_exponent(floor_log2(amax_var(), 1) - ceil_log2(Expr(6.0)) + exp2(Expr(0.5)),
+                                           NanPolicy::satfinite));
+    const Expr a = amax_var();
+    ScaleDef d;
+    d.format = ScaleFormat::bf16;
+    d.stored = where(isnan(a) || a == 0.0, 1.0, pow2_floor(fmin(a, 1e30) / 448.0) + pow2_ceil(abs(-a)) * 0.0);
+    d.factor = max(min(1.0 / stored_var(), 1e6), fmax(stored_var(), -1.0)) - 0.0;
+    d.zero_if = a <= 1e-30 && !(a > 1e38);
+    d.nan_if = isinf(a) || a >= 3e38 || a < -1.0;
+    d.apply = Apply::divide;
+    d.clamp = Clamp::propagate_nan;
+    d.clamp_lo = -448;
+    d.clamp_hi = 448;
+    d.amax_nan = AmaxNan::ignore;
+    auto us = scale(amax(blocks(x, {0, 1}, {kWholeAxis, 128})), e4m3, d);
+    c.emplace_back("scale_defs_whole",
+                   pipeline({output("q", cast(e4m3, x / dg, Round::nearest_even, Saturate::none)), output("s", dg),
+                             output("q1", cast(e4m3, x / vl)), output("s1", vl, layout::col_major()),
+                             output("q2", cast(e5m2, x / sg)), output("s2", sg),
+                             output("q3", cast(e4m3, x / te), layout::col_major()), output("s3", te),
+                             output("q4", cast(e4m3, x / ta)), output("s4", ta),
+                             output("q5", cast(e4m3, x / rw)), output("s5", rw),
+                             output("q6", cast(e2m1, x / ex)), output("s6", ex),
+                             output("q7", cast(e4m3, x / us)), output("s7", us)}));
+  }
   for (const auto& [name, p] : c) std::printf("%s %s\n", name.c_str(), p.hash().hex().c_str());
   return 0;
 }

@@ -69,6 +69,39 @@ def python_corpus():
         mx.output("q1", mx.cast(mx.e4m3, x / f)), mx.output("s1", f, L.mn_major_tma()),
         mx.output("q2", mx.cast(mx.e4m3, x / t)), mx.output("s2", t, L.gemm_ready_2d_t()),
         mx.output("s3", s, L.modes([L.rest, L.rows / 16, L.cols, L.rows % 16]).align(L.cols, 2))])
+    x = mx.input("x", mx.bf16, 2)
+    R = mx.recipes
+    dg = mx.scale(mx.amax(mx.blocks(x, 1, 128)), mx.e4m3, R.deepgemm(mx.e4m3, True))
+    vl = mx.scale(mx.amax(mx.blocks(x, (0, 1), (128, 128))), mx.e4m3, R.vllm_group(mx.e4m3, True, 1e-6))
+    sg = mx.scale(mx.amax(mx.blocks(x, 1, mx.whole)), mx.e5m2, R.sglang_group(mx.e5m2, True))
+    te = mx.scale(mx.amax(mx.blocks(x, 0, mx.whole)), mx.e4m3, R.transformer_engine(mx.e4m3, True, 1e-5, 65504.0))
+    ta = mx.scale(mx.amax(mx.blocks(x, (0, 1), (mx.whole, mx.whole))), mx.e4m3, R.torchao_blockwise(mx.e4m3))
+    rw = mx.scale(mx.amax(mx.blocks(x, 1, mx.kWholeAxis)), mx.e4m3,
+                  R.f32_multiplier(mx.e4m3, store_multiplier=True, pow2=True))
+    ex = mx.scale(mx.amax(mx.blocks(x, 1, 32)), mx.e2m1,
+                  R.e8m0_exponent(mx.floor_log2(mx.amax_var(), 1) - mx.ceil_log2(mx.Expr(6.0)) + mx.exp2(mx.Expr(0.5)),
+                                  mx.NanPolicy.satfinite))
+    a = mx.amax_var()
+    d = mx.ScaleDef(format=mx.ScaleFormat.bf16)
+    d.stored = mx.where(mx.isnan(a) | (a == 0.0), 1.0,
+                        mx.pow2_floor(mx.fmin(a, 1e30) / 448.0) + mx.pow2_ceil(mx.abs(-a)) * 0.0)
+    d.factor = mx.max(mx.min(1.0 / mx.stored_var(), 1e6), mx.fmax(mx.stored_var(), -1.0)) - 0.0
+    d.zero_if = (a <= 1e-30) & ~(a > 1e38)
+    d.nan_if = mx.isinf(a) | (a >= 3e38) | (a < -1.0)
+    d.apply = mx.Apply.divide
+    d.clamp = mx.Clamp.propagate_nan
+    d.clamp_lo, d.clamp_hi = -448, 448
+    d.amax_nan = mx.AmaxNan.ignore
+    us = mx.scale(mx.amax(mx.blocks(x, (0, 1), (mx.whole, 128))), mx.e4m3, d)
+    c["scale_defs_whole"] = mx.pipeline([
+        mx.output("q", mx.cast(mx.e4m3, x / dg, mx.Round.nearest_even, mx.Saturate.none)), mx.output("s", dg),
+        mx.output("q1", mx.cast(mx.e4m3, x / vl)), mx.output("s1", vl, L.col_major()),
+        mx.output("q2", mx.cast(mx.e5m2, x / sg)), mx.output("s2", sg),
+        mx.output("q3", mx.cast(mx.e4m3, x / te), L.col_major()), mx.output("s3", te),
+        mx.output("q4", mx.cast(mx.e4m3, x / ta)), mx.output("s4", ta),
+        mx.output("q5", mx.cast(mx.e4m3, x / rw)), mx.output("s5", rw),
+        mx.output("q6", mx.cast(mx.e2m1, x / ex)), mx.output("s6", ex),
+        mx.output("q7", mx.cast(mx.e4m3, x / us)), mx.output("s7", us)])
     return c
 
 
@@ -102,6 +135,10 @@ def test_text_form_round_trip_and_hash():
     assert c["dim1_blocked"] == mx.parse_pipeline("bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4")
     with pytest.raises(mx.UsageError, match="no short text form"):
         c["swiglu_prologue"].to_text()
+    # Peer scale definitions and whole-axis blocks print as scale(...) and blocks(..,whole).
+    t = c["scale_defs_whole"].to_text()
+    assert mx.parse_pipeline(t) == c["scale_defs_whole"] and mx.parse_pipeline(t).to_text() == t
+    assert "blocks(1,whole)" in t and "blocks(0,1,wholexwhole)" in t and "scale(format=bf16," in t and " nosat " in t
 
 
 def test_misuse_raises_usage_error_a_value_error_naming_the_rule():

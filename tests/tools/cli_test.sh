@@ -178,6 +178,11 @@ check_cast nvfp4_torchao "f32[2] -> nvfp4 torchao blocks(1,16) amax" "$work/adv.
 check_cast nvfp4_te "bf16[2] -> nvfp4 te blocks(1,16)" "$work/x.npy" -- --scale e4m3 --elem e2m1
 check_cast spec_two_casts "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e5m2 rceil blocks(0,32) amax" \
   "$work/x.npy" -- --spec "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e5m2 rceil blocks(0,32) q:col_major amax"
+# Whole-axis blocks and a peer's scale definition (vLLM's) in the text form, on the LLVM backend.
+vllm_rows="f32[2] -> fp8.e4m3 scale(stored=div(fmax(amax,1e-10),448), factor=stored, apply=divide, clamp=ignore_nan(-448,448), amax_nan=ignore) blocks(1,whole)"
+check_cast spec_vllm_rowwise "$vllm_rows" "$work/adv.npy" -- --spec "$vllm_rows"
+check_cast spec_tensorwise "f32[2] -> fp8.e5m2 blocks(0,1,wholexwhole) ; fp8.e4m3 blocks(0,1,wholex128) amax" "$work/adv.npy" -- \
+  --spec "f32[2] -> fp8.e5m2 blocks(0,1,wholexwhole) ; fp8.e4m3 blocks(0,1,wholex128) amax"
 # FP4 column-major: codes packed two per byte along axis 0 (the block axis) -> elems.npy is [32,33]
 ok "fp4 col_major" "$mxjit" cast "$work/odd.npy" --device cpu --elem e2m1 --block-axis 0 --elems-layout col_major \
   --out-dir "$work/fp4cm"

@@ -34,7 +34,7 @@ def output_torch_dtype(info: dict, fp4x2: bool = False) -> torch.dtype:
 
     Codes: FP8 as ``float8_e4m3fn`` / ``float8_e5m2``, MXINT8 as ``int8``, FP6 and FP4 (packed) as
     ``uint8`` (FP4 as ``float4_e2m1fn_x2`` with ``fp4x2``); scales: E8M0 as ``float8_e8m0fnu``, E4M3
-    (NVFP4) as ``float8_e4m3fn``, FP32 as ``float32``, packed four to a word as ``int32``; tensor amax ``float32``; values as declared.
+    (NVFP4) as ``float8_e4m3fn``, FP32 as ``float32``, BF16 as ``bfloat16``, packed four to a word as ``int32``; tensor amax ``float32``; values as declared.
     """
     kind = info["kind"]
     if kind == "amax":
@@ -44,7 +44,8 @@ def output_torch_dtype(info: dict, fp4x2: bool = False) -> torch.dtype:
     if kind == "scales" and info["pack"] > 1:
         return torch.int32  # a layout packing four byte scales into each 32-bit word (mn_major_tma_packed)
     if kind == "scales":
-        return {"e8m0": torch.float8_e8m0fnu, "e4m3": torch.float8_e4m3fn, "f32": torch.float32}[info["scale_format"]]
+        return {"e8m0": torch.float8_e8m0fnu, "e4m3": torch.float8_e4m3fn, "f32": torch.float32,
+                "bf16": torch.bfloat16}[info["scale_format"]]
     elem = info["elem"]
     if elem == "e4m3":
         return torch.float8_e4m3fn

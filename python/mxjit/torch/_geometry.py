@@ -22,11 +22,22 @@ def round_up(a, m):
     return cdiv(a, m) * m
 
 
+WHOLE_AXIS = -1  # a block size meaning the whole axis (mxjit.whole, C++ kWholeAxis)
+
+
+def at_most_one(n):
+    """min(n, 1) for n >= 0: the extent of a whole-axis scale axis (0 for an empty axis)."""
+    if isinstance(n, int):
+        return min(n, 1)
+    import torch  # noqa: PLC0415  (SymInt: only under torch.compile)
+    return torch.sym_min(n, 1)
+
+
 def scale_shape(info: dict, shape: Sequence, groups) -> list:
     """Shape of the scale tensor of an output's blocks for a domain `shape` (pipeline.cpp)."""
     s = list(shape)
     for axis, size in zip(info["block_axes"], info["block_sizes"]):
-        s[axis] = groups if info["jagged"] else cdiv(shape[axis], size)
+        s[axis] = groups if info["jagged"] else at_most_one(shape[axis]) if size == WHOLE_AXIS else cdiv(shape[axis], size)
     return s
 
 
