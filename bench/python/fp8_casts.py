@@ -9,10 +9,8 @@ peers.py times them side by side.
 
 Every scale is torchao's multiplier ``448 / max(amax, 1e-12)`` rounded down to a power of two.
 
-mxjit has no whole-axis (rowwise / colwise) FP32 scale yet: issue 34 builds it. Until then the whole-axis
-casts here run mxjit's per-group FP8 ops with one group spanning the axis -- the same scale (the amax of
-the whole row or column) from an mxjit kernel, not a torch op. ``MXJIT_NOTES`` says which cast goes
-through which op; the functions named ``*_mxjit`` are the hooks that issue 34's casts replace.
+mxjit's whole-axis casts are one pipeline each (``blocks(x, axis, whole)``): the rows kernel on the GPU,
+the LLVM backend on the CPU. ``MXJIT_NOTES`` says which cast goes through which kernel.
 """
 
 from __future__ import annotations
@@ -48,58 +46,66 @@ def torchao_casts() -> Casts:
 # ---- mxjit's ----
 
 MXJIT_NOTES = [
-    "rowwise_2d: mxjit fp8_per_group_rowwise_scales with one group spanning the row (issue 34: whole-axis scales)",
-    "colwise_3d: the same op on B_t's memory as (E*N, K) rows, one group spanning K (issue 34)",
-    "rowwise_3d_transpose: the per-group colwise kernel once per expert (one group spanning N), writing the "
-    "(E, N, K) per-expert column-major output in place (issue 34: whole-axis blocks; issue 35: both weight casts "
+    "rowwise_2d: one pipeline, blocks(x, 1, whole): the rows kernel along each row (issue 34)",
+    "colwise_3d: blocks(b_t, 1, whole) on B_t (E, K, N) column-major: the rows kernel along K, B_t's unit axis",
+    "rowwise_3d_transpose: blocks(b_t, 2, whole) with row-major codes over (E, K, N) = B (E, N, K) per-expert "
+    "column-major: the rows kernel across lines (lanes along K, warps along N; issue 35: both weight casts "
     "from one read)",
     "per_group_colwise_dual: mxjit fp8_per_group_colwise_scales, once per tensor (two reads, as torchao's dual)",
 ]
+
+_PIPELINES: dict = {}
+
+
+def _whole_axis(rank: int, axis: int, dtype, pow2: bool, q_layout=None):
+    """FP8 codes and torchao's FP32 multipliers over whole lines along `axis` (cached per signature)."""
+    import mxjit as mx  # noqa: PLC0415
+
+    key = (rank, axis, dtype, pow2, q_layout)
+    if key not in _PIPELINES:
+        elem = {torch.float8_e4m3fn: mx.e4m3, torch.float8_e5m2: mx.e5m2}[dtype]
+        x = mx.input("x", mx.bf16, rank)
+        s = mx.f32_scale(mx.amax(mx.blocks(x, axis, mx.whole)), elem, store_multiplier=True, pow2=pow2)
+        q = mx.output("q", mx.cast(elem, x / s)) if q_layout is None else mx.output("q", mx.cast(elem, x / s), q_layout)
+        _PIPELINES[key] = mx.pipeline([q, mx.output("s", s)])
+    return _PIPELINES[key]
+
+
+def _codes(q: torch.Tensor, dtype) -> torch.Tensor:
+    return q if q.dtype == dtype else q.view(dtype)
 
 
 def rowwise_2d_mxjit(x: torch.Tensor, dtype=E4M3, pow2: bool = True):
     """(M, K) row-major -> (FP8 (M, K) row-major, FP32 (M, 1)): torchao's triton_fp8_rowwise_2d_scale_and_cast."""
     import mxjit.torch as mxt  # noqa: PLC0415
 
-    ends = torch.full((1,), x.shape[1], dtype=torch.int32, device=x.device)
-    q, s = mxt.fp8_per_group_rowwise_scales(x, ends, dtype, pow2)
-    return q, s.view(-1, 1)
+    q, s = mxt.run(_whole_axis(2, 1, dtype, pow2), x)
+    return _codes(q, dtype), s.view(-1, 1)
 
 
 def colwise_3d_mxjit(bt: torch.Tensor, dtype=E4M3, pow2: bool = True):
     """B_t (E, K, N) strides (K*N, 1, K) -> (FP8 same shape and strides, FP32 (E, 1, N)):
-    torchao's triton_fp8_colwise_3d_scale_and_cast. In memory B_t is (E*N, K) row-major: a row cast."""
+    torchao's triton_fp8_colwise_3d_scale_and_cast: one scale per (e, n) over the whole K axis."""
+    import mxjit as mx  # noqa: PLC0415
+    import mxjit.torch as mxt  # noqa: PLC0415
+
     e, k, n = bt.shape
-    rows = bt.transpose(-2, -1).reshape(e * n, k)  # a view for a column-major B_t
-    q, s = rowwise_2d_mxjit(rows, dtype, pow2)
-    return q.view(e, n, k).transpose(-2, -1), s.view(e, 1, n)
+    q, s = mxt.run(_whole_axis(3, 1, dtype, pow2, mx.layout.permuted([0, 2, 1])), bt)
+    q = _codes(q, dtype)
+    if q.shape != (e, k, n):  # the codes' storage in their layout: (E, N, K) in memory
+        q = q.view(e, n, k).transpose(-2, -1)
+    return q, s.view(e, 1, n)
 
 
 def rowwise_3d_transpose_mxjit(bt: torch.Tensor, dtype=E4M3, pow2: bool = True):
     """B_t (E, K, N) column-major -> (B (E, N, K) FP8 strides (N*K, 1, N), FP32 (E, K)):
-    torchao's triton_fp8_rowwise_3d_transpose_rhs.
-
-    Per expert this is mxjit's per-group colwise cast of B[e] (N, K) with one group spanning N, whose codes
-    come out column-major (strides (1, N)) -- expert e's slice of the 3-D output. mxjit generates jagged
-    kernels for rank-2 casts only (a rank-3 pipeline with groups runs on the CPU reference), so this
-    launches that rank-2 kernel once per expert, writing straight into the 3-D output (no copy)."""
-    from mxjit.torch import _launch, _ops  # noqa: PLC0415
+    torchao's triton_fp8_rowwise_3d_transpose_rhs: one scale per (e, k) over the whole N axis, the codes
+    row-major over B_t's (E, K, N), which is B (E, N, K) per-expert column-major."""
+    import mxjit.torch as mxt  # noqa: PLC0415
 
     e, k, n = bt.shape
-    b = bt.transpose(-2, -1)  # (E, N, K), row-major in memory
-    ends = torch.full((1,), n, dtype=torch.int32, device=bt.device)
-    q = torch.empty_strided((e, n, k), (n * k, 1, n), dtype=dtype, device=bt.device)
-    s = torch.empty((e, k), dtype=torch.float32, device=bt.device)
-    if e == 0:
-        return q, s
-    # One plan (spec, checks, prepared launch) for expert 0's geometry; every expert has the same.
-    plan = _launch._plan(lambda be, en: _ops.fp8_per_group_colwise_scales_spec(be, en, dtype, pow2), (b[0], ends))
-    assert plan.written == (0, 1), "outputs changed"
-    oq, os_ = plan.spec.outs[0], plan.spec.outs[1]
-    assert (oq.view_shape, oq.view_strides) == ((n, k), (1, n)) and os_.view_shape == (1, k), "layout changed"
-    for i in range(e):
-        _launch.run(plan, [b[i], ends], [q[i], s[i]])
-    return q, s
+    q, s = mxt.run(_whole_axis(3, 2, dtype, pow2), bt)
+    return _codes(q, dtype).view(e, k, n).transpose(-2, -1), s.view(e, k)
 
 
 def per_group_colwise_dual_mxjit(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, dtype=E4M3,
