@@ -16,6 +16,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -169,8 +170,7 @@ std::string blocked_frame(const Ctx& x, int o, const std::string& u, const std::
 void emit_scale_store(Ctx& x, int o, int s) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
-  const bool f32 = out.dtype == DType::f32;
-  const char* t = f32 ? "float" : "mx_u8";
+  const char* t = scale_ctype(out.dtype);
   const std::string val = stored_scale(out, std::to_string(s));
   if (blocked_words(x, o))
     return void(x.out += fmt::format("    sb{0}[u / 4] |= (ok[u] ? mx_u32({1}) : 0u) << (8 * (u % 4));\n", o, val));
@@ -482,8 +482,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
       x.out += fmt::format("      mx_u32 m = {};\n", widen_half(x, k, "pw", -1));
       if (x.v.scale_flush[s]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
     } else {
-      x.out += fmt::format("      mx_u32 m = 0u;\n      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}m = a > m ? a : m; }}\n",
-                           root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "");
+      x.out += fmt::format("      mx_u32 m = 0u;\n      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}{}m = a > m ? a : m; }}\n",
+                           root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "", amax_drop_nan(*x.v.scales[s], "a"));
     }
     for (int off = G / 2; off >= 1; off /= 2)
       x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -148,7 +149,8 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
                    !q->flush_subnormals && e8m0 && words && p.inputs()[size_t(k)].dtype == DType::bf16;
     d.e2m1_words.push_back(w);
     // NVFP4 without the FP4 cvt: 8 codes at once where the multiplier is finite.
-    d.eight_at_once.push_back(!w && q->elem == e2m1 && q->round == Round::nearest_even && !target.hw_fp4_fp6() && !e8m0);
+    d.eight_at_once.push_back(!w && q->elem == e2m1 && q->round == Round::nearest_even && !target.hw_fp4_fp6() && !e8m0 &&
+                              !generic_scale(*q->args[1]));  // NVFP4's multipliers only
   }
   for (const Output& o : p.outputs()) {
     BlockedStore b = BlockedStore::none;
