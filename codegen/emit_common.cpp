@@ -407,9 +407,9 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
 
 // The tensor input whose words the block amax of scale s can read two elements at a time (its
 // root is that bare bf16/f16 input), or -1.
-int packed_amax_input(const Ctx& x, int s) {
+int packed_amax_input(const Ctx& x, int s, bool drop_nan) {
   const NodePtr& rn = x.v.roots[size_t(x.v.scale_root[size_t(s)])];
-  if (rn->op != Op::input || x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore) return -1;  // max.NaN keeps NaN
+  if (rn->op != Op::input || (x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore && !drop_nan)) return -1;  // max.NaN keeps NaN
   const int k = x.p.input_index(rn->name);
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   return dt == DType::bf16 || dt == DType::f16 ? k : -1;
@@ -432,7 +432,13 @@ const char* packed_max_fn(const Ctx& x, int k) {
 }
 
 std::string packed_abs_max4(const Ctx& x, int k, const std::string& w0, const std::string& w1, const std::string& w2,
-                            const std::string& w3) {
+                            const std::string& w3, bool drop_nan) {
+  if (drop_nan) {
+    auto a = [&](const std::string& w) {
+      return fmt::format("mx_drop_nan2({} & 0x7fff7fffu, {})", w, x.p.inputs()[size_t(k)].dtype == DType::f16 ? "0x03ff03ffu" : "0x007f007fu");
+    };
+    return fmt::format("{0}({0}({1}, {2}), {0}({3}, {4}))", packed_max_fn(x, k), a(w0), a(w1), a(w2), a(w3));
+  }
   return fmt::format("{0}({0}({1} & 0x7fff7fffu, {2} & 0x7fff7fffu), {0}({3} & 0x7fff7fffu, {4} & 0x7fff7fffu))", packed_max_fn(x, k), w0,
                      w1, w2, w3);
 }

@@ -165,8 +165,8 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
                        const std::string& signs8 = {});
 /// The tensor input whose words the block amax of scale s can read two elements at a time
 /// (max.NaN.bf16x2 / f16x2 on |x| words: the scale's root is that bare bf16/f16 input and its
-/// amax keeps NaN), or -1.
-int packed_amax_input(const Ctx& x, int s);
+/// amax keeps NaN, or ignores it where the caller drops NaN lanes, `drop_nan`), or -1.
+int packed_amax_input(const Ctx& x, int s, bool drop_nan = false);
 /// C expression: the FP32 bits of 16-bit lane `half` (0 low, 1 high; < 0: the larger of both) of
 /// the packed |x| word `pw` of input k.
 std::string widen_half(const Ctx& x, int k, const std::string& pw, int half);
@@ -207,9 +207,10 @@ std::string scales_clean(int s, int items, const std::vector<int>& xors);
 void emit_clean_split(Ctx& x, const std::string& clean_cond, const std::string& ind, const std::function<void(bool)>& body);
 /// The NaN-propagating packed max of input k's 16-bit type: "mx_max_bf16x2" or "mx_max_f16x2".
 const char* packed_max_fn(const Ctx& x, int k);
-/// C expression: the packed max of the |x| words w0..w3 of input k (two lanes per instruction).
+/// C expression: the packed max of the |x| words w0..w3 of input k (two lanes per instruction);
+/// with `drop_nan`, NaN lanes count as +0 (mx_drop_nan2: an amax that ignores NaN).
 std::string packed_abs_max4(const Ctx& x, int k, const std::string& w0, const std::string& w1, const std::string& w2,
-                            const std::string& w3);
+                            const std::string& w3, bool drop_nan = false);
 /// Stores wd[] (from emit_packed_codes, n codes) at byte pointer `ob`: one vector store when
 /// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds. With
 /// `full_aligned`, the caller's `full` already implies an aligned `ob` (no per-store check).

@@ -39,11 +39,15 @@ std::vector<int> row_axes(const Plan& pl) {
 bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
 
 // The input whose loaded 16-byte words (r<k>_[u][0]) scale s's amax reads two lanes at a time:
-// its root is that bare bf16/f16 input, loaded by vectors; else -1.
+// its root is that bare bf16/f16 input, loaded by vectors; else -1. (An amax that ignores NaN
+// drops NaN lanes first: drops_nan.)
 int words_input(const Ctx& x, int s) {
-  const int k = packed_amax_input(x, s);
+  const int k = packed_amax_input(x, s, true);
   return k >= 0 && vec_input(x, k) ? k : -1;
 }
+
+// Whether scale s's amax ignores NaN (the packed max drops NaN lanes first).
+bool drops_nan(const Ctx& x, int s) { return x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore; }
 
 // Whether scale s is computed once per block row, on one lane (the plan's choice).
 bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
@@ -330,7 +334,7 @@ void emit_scatter_rows(Ctx& x, int s, bool all_vec) {
   const int k = words_input(x, s);
   const std::string w = fmt::format("r{}_[u][0]", k);
   x.out += fmt::format("  mx_u32 pw{0}[{1}];  // scale {0}: each row's packed |x| max\n#pragma unroll\n  for (int u = 0; u < {1}; ++u) pw{0}[u] = {2};\n",
-                       s, pl.direct().chunks_per_thread, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+                       s, pl.direct().chunks_per_thread, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w", drops_nan(x, s)));
   const ItemExpr row_m = [&](const std::string& u) { return widen_half(x, k, fmt::format("pw{}[{}]", s, u), -1); };
   const auto store = [&](const std::string& ind) {
     std::string t;
@@ -478,7 +482,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
       // A bare 16-bit input: the maximum of its loaded words, two lanes per instruction (the
       // flush of the maximum is the maximum of the flushed values: flushing is monotonic).
       const std::string w = fmt::format("r{}_[u][0]", k);
-      x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+      x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w", drops_nan(x, int(s))));
       x.out += fmt::format("      mx_u32 m = {};\n", widen_half(x, k, "pw", -1));
       if (x.v.scale_flush[s]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
     } else {

@@ -196,6 +196,13 @@ MX_D mx_u32 mx_cvt_e5m2x2(float lo, float hi) {
   return d;
 }
 #endif
+// |x| words of two bf16 (add 0x007f007f) or f16 (0x03ff03ff), NaN lanes made +0 (an amax that
+// ignores NaN, as CUDA's fmaxf): with the sign bits clear, adding `add` carries into a lane's sign
+// bit exactly when the lane is above Inf (bf16 0x7f80, f16 0x7c00), and never into the next lane.
+MX_D mx_u32 mx_drop_nan2(mx_u32 a, mx_u32 add) {
+  const mx_u32 n = (a + add) & 0x80008000u;
+  return a & ~((n >> 15) * 0xffffu);
+}
 // Saturate::none (torch's `.to(float8_*)`): `code`, the saturating RNE code of y, where y rounds
 // within the format; where it rounds beyond the largest normal on the grid extended by one step
 // (E4M3: |y| > 464, the tie 464 going to the even 448; E5M2: |y| >= 61440, the tie going to the

@@ -403,3 +403,18 @@ TEST_CASE("Saturate::none: mx_fp8_nosat over the saturating code equals the refe
   CHECK(mx_fp8_nosat<false>(-std::numeric_limits<float>::infinity(), 0xFEu) == 0xFFu);
   CHECK(mx_fp8_nosat<true>(61440.0f, mx_encode_rne<5, 2, 2, false>(61440.0f)) == 0x7Cu);
 }
+
+TEST_CASE("mx_drop_nan2: NaN lanes of |x| words become +0, every bf16 and f16 lane in both halves") {
+  using mxjit_host_convert::mx_drop_nan2;
+  uint64_t bad = 0;
+  for (uint32_t a = 0; a < 0x8000u; ++a)
+    for (uint32_t b : {0u, 1u, 0x7c00u, 0x7c01u, 0x7f80u, 0x7f81u, 0x7fffu, a}) {
+      const uint32_t w = a | (b << 16);
+      auto want = [&](uint32_t top) { return (a > top ? 0u : a) | ((b > top ? 0u : b) << 16); };
+      bad += mx_drop_nan2(w, 0x007f007fu) != want(0x7f80u);  // bf16: NaN above 0x7f80
+      bad += mx_drop_nan2(w, 0x03ff03ffu) != want(0x7c00u);  // f16: NaN above 0x7c00
+      const uint32_t sw = b | (a << 16);
+      bad += mx_drop_nan2(sw, 0x007f007fu) != ((b > 0x7f80u ? 0u : b) | ((a > 0x7f80u ? 0u : a) << 16));
+    }
+  CHECK(bad == 0);
+}

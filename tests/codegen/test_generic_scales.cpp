@@ -85,7 +85,8 @@ TEST_CASE("generic scales: each kernel kind takes them (direct, columns, tiled),
   add("deepgemm 3-D 128x128", peer_cast(dg, e4m3, Shape::tiles, DType::bf16, 3, layout::linear()));
   // Jagged groups (MoE token groups): the vector kernel (rows contiguous) and the scalar one.
   auto x = input("x", DType::bf16, rank(2));
-  for (const PeerDef& d : {dg, vl, vl8}) {
+  const std::vector<PeerDef> all = test::peer_defs(e4m3);
+  for (const PeerDef& d : {dg, vl, vl8, all[all.size() - 2], all.back()}) {  // the last two: bf16 and E4M3 storage
     auto s = scale(amax(groups(x, 0, offsets("offs"))), e4m3, d.def);
     const Pipeline p = pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, d.sat)), output("s", s)});
     const StrideClass rows{{1, 0}, {true, false}}, cols{{0, 0}, {true, false}};
@@ -111,7 +112,10 @@ TEST_CASE("generic scales: exact FP32 intrinsics, the definition's amax, clamp a
   CHECK(s.find("0x7f800000u) a = 0u") == std::string::npos);
   // vLLM: the amax drops NaN, elements divide, then fminf(fmaxf(., -448), 448).
   const std::string v = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::dim0));
-  CHECK(v.find("if (a > 0x7f800000u) a = 0u;") != std::string::npos);
+  CHECK(v.find("mx_drop_nan2(r0_[u][0].x & 0x7fff7fffu, 0x007f007fu)") != std::string::npos);  // packed, NaN lanes dropped
+  CHECK(s.find("mx_drop_nan2") == std::string::npos);
+  const std::string vc = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::dim1));
+  CHECK(vc.find("if (a > 0x7f800000u) a = 0u;") != std::string::npos);  // element by element (columns kernel)
   CHECK(v.find("mx_fmin_num(mx_fmax_num(__fdiv_rn(y_, mult0), mx_float(0xc3e00000u)), mx_float(0x43e00000u))") != std::string::npos);
   CHECK(v.find("mx_cvt_e4m3x2(") != std::string::npos);
   CHECK(v.find("_nosat") == std::string::npos);
@@ -163,4 +167,35 @@ TEST_CASE("generic scales: what still runs on the CPU only is a UsageError namin
   // Whole-axis blocks stay refused.
   auto sw = scale(amax(blocks(x, 1, kWholeAxis)), e4m3, recipes::vllm_group(e4m3, false));
   gpu_refuses(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), "blocks a whole axis");
+}
+
+TEST_CASE("generic scales: every pipeline and schedule of the GPU tests generates (no refusal there)") {
+  // tests/gpu/test_generic_scales_gpu.cpp: the planner's kernel and the tiled one, rank 2 and 3,
+  // bf16 and f32 inputs, for every peer and shape.
+  int n = 0;
+  for (const char* arch : {"sm_90a", "sm_100a"})
+    for (ElemFormat elem : {e4m3, e5m2})
+      for (const PeerDef& d : test::peer_defs(elem))
+        for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles})
+          for (KernelKind kind : {KernelKind::automatic, KernelKind::tiled})
+            for (DType dt : {DType::bf16, DType::f32})
+              for (int r : {2, 3}) {
+                Schedule s;
+                s.kernel = kind;
+                const Pipeline p = peer_cast(d, elem, shape, dt, r);
+                CHECK_NOTHROW(generate(p, Target::parse(arch), default_stride_class(p), s));
+                ++n;
+              }
+  CHECK(n == 2 * 2 * int(test::peer_defs(e4m3).size()) * 3 * 2 * 2 * 2);
+}
+
+TEST_CASE("generic scales: the peers' casts compile for sm_90a without register spills" * doctest::test_suite("slow")) {
+  int n = 0;
+  for (const PeerDef& d : test::peer_defs(e4m3))
+    for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles}) {
+      const Pipeline p = peer_cast(d, e4m3, shape);
+      CHECK_MESSAGE(test::spill_bytes(p, default_stride_class(p)) == 0, (d.name + " " + test::shape_name(shape)));
+      ++n;
+    }
+  CHECK(n == 3 * int(test::peer_defs(e4m3).size()));
 }

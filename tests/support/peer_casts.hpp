@@ -50,8 +50,9 @@ inline const char* shape_name(PeerShape s) {
   return s == PeerShape::dim0 ? "1x128" : s == PeerShape::dim1 ? "128x1" : "128x128";
 }
 
-/// The cast of a rank-`r` input of `dt` under `d` in blocks of `shape` (codes row-major, or
-/// column-major for 128x1 groups) with its scales in `scales`.
+/// The cast of a rank-`r` input of `dt` under `d` in blocks of `shape` (codes row-major, or with
+/// the block axis innermost for 128x1 groups: column-major, expert_col_major in 3-D) with its
+/// scales in `scales`.
 inline Pipeline peer_cast(const PeerDef& d, ElemFormat elem, PeerShape shape, DType dt = DType::bf16, int r = 2,
                           Layout scales = layout::linear()) {
   auto x = input("x", dt, rank(r));
@@ -60,7 +61,7 @@ inline Pipeline peer_cast(const PeerDef& d, ElemFormat elem, PeerShape shape, DT
                                               : blocks(x, {r - 2, r - 1}, {128, 128});
   auto s = scale(amax(b), elem, d.def);
   return pipeline({output("q", cast(elem, x / s, Round::nearest_even, d.sat),
-                          shape == PeerShape::dim1 ? layout::col_major() : layout::row_major()),
+                          shape != PeerShape::dim1 ? layout::row_major() : r == 2 ? layout::col_major() : layout::expert_col_major()),
                    output("s", s, scales)});
 }
 
