@@ -5,6 +5,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/scale_expr_cuda.hpp"
 #include "codegen/values.hpp"
 #include "dsl/errors.hpp"
 #include "templates/templates.hpp"
@@ -151,6 +152,7 @@ void emit_scales(Ctx& x) {
     x.out += fmt::format("        mx_u32 u = mx_bits({}) & 0x7fffffffu;\n",
                          tile_at(tp, root, times("rb", br) + " + i", times("cb", bc) + " + j"));
     if (x.v.scale_flush[s]) x.out += "        if (u < 0x00800000u) u = 0u;\n";
+    if (const std::string drop = amax_drop_nan(*sn, "u"); !drop.empty()) x.out += "        " + drop + "\n";
     x.out += "        m = u > m ? u : m;\n      }\n";
     x.out += scale_from_amax(sn, "    ");
     x.out += fmt::format("    s{0}_mult[lb] = mult;\n    s{0}_val[lb] = sval;\n    s{0}_info[lb] = byte | (flag << 8);\n  }}\n", s);
@@ -222,7 +224,11 @@ void emit_elems(Ctx& x, int o) {
     x.out += fmt::format("      const int lb{0} = {1} + {2};\n", h, times(over("er" + std::to_string(h), br), tp.tile_cols / bc),
                          over("ec" + std::to_string(h), bc));
     x.out += fmt::format("      const mx_u32 flag{0} = s{1}_info[lb{0}] >> 8;\n", h, si);
-    x.out += fmt::format("      float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
+    const Node& sn = *x.v.scales[size_t(si)];
+    if (generic_scale(sn))
+      x.out += fmt::format("      float y{} = {};\n", h, generic_scale_element(sn, fmt::format("x{}", h), fmt::format("s{}_mult[lb{}]", si, h)));
+    else
+      x.out += fmt::format("      float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
     if (nvfp4(*x.v.scales[size_t(si)]) && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
       x.out += fmt::format("      y{0} = mx_fmin_nan(mx_fmax_nan(y{0}, -6.0f), 6.0f);\n", h);
     if (q->round == Round::stochastic) {

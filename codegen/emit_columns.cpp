@@ -48,6 +48,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -58,12 +59,14 @@ constexpr int kCols = 8;  // columns per thread (16 bytes of a 2-byte input); ro
 // The columns plan of the kernel being written.
 const ColumnsPlan& cols(const Ctx& x) { return x.plan.columns(); }
 
-// True when scale s has a scales output (of FP32 scales with `f32`): its values go through
-// shared memory (s<s>_info: E8M0/E4M3 bytes; s<s>_val: FP32 scales).
+// True when scale s has a scales output (of FP32 or bf16 scales with `f32`): its values go through
+// shared memory (s<s>_info: E8M0/E4M3 bytes; s<s>_val: FP32 or bf16 scales as FP32).
 bool scale_staged(const Ctx& x, int s, bool f32 = false) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
-    if (out.kind == OutputKind::scales && x.v.output_index[size_t(o)] == s && (!f32 || out.dtype == DType::f32)) return true;
+    if (out.kind == OutputKind::scales && x.v.output_index[size_t(o)] == s &&
+        (!f32 || out.dtype == DType::f32 || out.dtype == DType::bf16))
+      return true;
   }
   return false;
 }
@@ -121,8 +124,8 @@ void emit_amax_of(Ctx& x, int s, const std::string& arr, int n, const std::vecto
     x.out += fmt::format("{}mx_u32 m = {};\n", ind, packed_m);
     if (flush) x.out += fmt::format("{}if (m < 0x00800000u) m = 0u;\n", ind);
   } else {
-    x.out += fmt::format("{0}mx_u32 m = 0u;\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{ mx_u32 a = mx_bits({2}[e]) & 0x7fffffffu; {3}m = a > m ? a : m; }}\n",
-                         ind, n, arr, flush ? "if (a < 0x00800000u) a = 0u; " : "");
+    x.out += fmt::format("{0}mx_u32 m = 0u;\n#pragma unroll\n{0}for (int e = 0; e < {1}; ++e) {{ mx_u32 a = mx_bits({2}[e]) & 0x7fffffffu; {3}{4}m = a > m ? a : m; }}\n",
+                         ind, n, arr, flush ? "if (a < 0x00800000u) a = 0u; " : "", amax_drop_nan(*x.v.scales[size_t(s)], "a"));
   }
   for (int o : xors) x.out += fmt::format("{}{{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, {}); m = o_ > m ? o_ : m; }}\n", ind, o);
   x.out += scale_from_amax(x.v.scales[size_t(s)], ind);

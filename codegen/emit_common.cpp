@@ -7,6 +7,7 @@
 
 #include "codegen/emit_expr.hpp"
 #include "codegen/layout_cuda.hpp"
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
 #include "templates/templates.hpp"
@@ -189,6 +190,7 @@ static std::string nvfp4_mult(const NodePtr& sn, const std::string& byte, const 
 
 std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std::string& mult_table) {
   // Emits code that turns `m` (the block's max |x| as FP32 bits) into byte, flag, mult, sval.
+  if (generic_scale(*sn)) return generic_scale_from_amax(*sn, in);
   const ElemFormat& f = sn->elem;
   std::string o = "mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n";
   o += "float mult = 0.0f, sval = 0.0f;\n";
@@ -255,13 +257,20 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
 
 std::string stored_scale(const Output& out, const std::string& suffix) {
   if (out.dtype == DType::f32) return fmt::format("(sval{0} != sval{0} ? mx_float(0x7fc00000u) : sval{0})", suffix);
+  if (out.dtype == DType::bf16) return fmt::format("mx_u16(mx_f32_to_bf16_rne(sval{0} != sval{0} ? mx_float(0x7fc00000u) : sval{0}))", suffix);
   return fmt::format("mx_u8(byte{})", suffix);
 }
+
+const char* scale_ctype(DType t) { return t == DType::f32 ? "float" : t == DType::bf16 ? "mx_u16" : "mx_u8"; }
 
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q) { return hw_pair_fn(x.target, q); }
 
 const char* hw_pair_fn(const Target& target, const NodePtr& q) {
   if (q->round != Round::nearest_even) return nullptr;
+  if (q->saturate == Saturate::none) {  // E4M3 / E5M2 only (the DSL's rule): the cvt, then overflow to NaN / Inf
+    if (!target.hw_fp8()) return nullptr;
+    return q->elem == e4m3 ? "mx_cvt_e4m3x2_nosat" : "mx_cvt_e5m2x2_nosat";
+  }
   if (target.hw_fp8() && q->elem == e4m3) return "mx_cvt_e4m3x2";
   if (target.hw_fp8() && q->elem == e5m2) return "mx_cvt_e5m2x2";
   if (target.hw_fp4_fp6() && q->elem == e2m1) return "mx_cvt_e2m1x2";
@@ -282,6 +291,8 @@ int nan_code(const ElemFormat& f) { return f.has_nan() ? (1 << (f.bits() - 1)) -
 
 std::string encode_call(const Ctx&, const NodePtr& q, const std::string& val, const std::string& rnd) {
   if (q->round == Round::stochastic) return fmt::format("mx_encode_sw<{}>({}, true, {})", format_args(q->elem), val, rnd);
+  if (q->saturate == Saturate::none)
+    return fmt::format("mx_fp8_nosat<{}>({}, mx_encode_rne<{}>({}))", q->elem == e5m2, val, format_args(q->elem), val);
   return fmt::format("mx_encode_rne<{}>({})", format_args(q->elem), val);
 }
 
@@ -292,13 +303,16 @@ static bool torchao_clamp(const Ctx& x, int s) {
 }
 
 // Statements turning `in` (an element value) into `out` (what the encoder takes): q's flush,
-// times scale s's multiplier, the NVFP4 torchao clamp.
+// times scale s's multiplier (a generic scale: its multiply or divide and clamp), the NVFP4
+// torchao clamp.
 static std::string encoder_input(const Ctx& x, const NodePtr& q, int s, const std::string& in, const std::string& out,
                    const std::string& ind, const std::string& mult, bool clamp = true) {
   std::string r = fmt::format("{}float {} = {};\n", ind, out, in);
   if (q->flush_subnormals)
     r += fmt::format("{0}if ((mx_bits({1}) & 0x7fffffffu) < 0x00800000u) {1} = mx_float(mx_bits({1}) & 0x80000000u);\n", ind, out);
-  r += fmt::format("{}{} *= {};\n", ind, out, mult);
+  const NodePtr& sn = x.v.scales[size_t(s)];
+  if (generic_scale(*sn)) r += fmt::format("{}{} = {};\n", ind, out, generic_scale_element(*sn, out, mult));
+  else r += fmt::format("{}{} *= {};\n", ind, out, mult);
   if (clamp && torchao_clamp(x, s)) r += fmt::format("{0}{1} = mx_fmin_nan(mx_fmax_nan({1}, -6.0f), 6.0f);\n", ind, out);
   return r;
 }
@@ -393,9 +407,9 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
 
 // The tensor input whose words the block amax of scale s can read two elements at a time (its
 // root is that bare bf16/f16 input), or -1.
-int packed_amax_input(const Ctx& x, int s) {
+int packed_amax_input(const Ctx& x, int s, bool drop_nan) {
   const NodePtr& rn = x.v.roots[size_t(x.v.scale_root[size_t(s)])];
-  if (rn->op != Op::input) return -1;
+  if (rn->op != Op::input || (x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore && !drop_nan)) return -1;  // max.NaN keeps NaN
   const int k = x.p.input_index(rn->name);
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   return dt == DType::bf16 || dt == DType::f16 ? k : -1;
@@ -418,7 +432,13 @@ const char* packed_max_fn(const Ctx& x, int k) {
 }
 
 std::string packed_abs_max4(const Ctx& x, int k, const std::string& w0, const std::string& w1, const std::string& w2,
-                            const std::string& w3) {
+                            const std::string& w3, bool drop_nan) {
+  if (drop_nan) {
+    auto a = [&](const std::string& w) {
+      return fmt::format("mx_drop_nan2({} & 0x7fff7fffu, {})", w, x.p.inputs()[size_t(k)].dtype == DType::f16 ? "0x03ff03ffu" : "0x007f007fu");
+    };
+    return fmt::format("{0}({0}({1}, {2}), {0}({3}, {4}))", packed_max_fn(x, k), a(w0), a(w1), a(w2), a(w3));
+  }
   return fmt::format("{0}({0}({1} & 0x7fff7fffu, {2} & 0x7fff7fffu), {0}({3} & 0x7fff7fffu, {4} & 0x7fff7fffu))", packed_max_fn(x, k), w0,
                      w1, w2, w3);
 }
@@ -491,7 +511,7 @@ void emit_tile_scales(Ctx& x, int o) {
   const int si = x.v.output_index[size_t(o)];
   const BlockSpec& b = block_of(x.v.scales[size_t(si)]);
   const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
-  const bool f32 = out.dtype == DType::f32;
+  const bool f32 = out.dtype == DType::f32, bf16 = out.dtype == DType::bf16, wide = f32 || bf16;  // wide: s<i>_val
   x.out += fmt::format("  // Scales '{}' ({}) of the tile, from shared memory.\n  {{\n", out.name, out.layout.str());
   // Scale-index ranges of this tile along the tile axes (small: int); the last tile also covers
   // the padding of a blocked layout.
@@ -569,7 +589,7 @@ void emit_tile_scales(Ctx& x, int o) {
                        rot ? fmt::format("(int(threadIdx.x) + {}) % {}", pl.threads - rot, pl.threads) : "int(threadIdx.x)", items, pl.threads);
   };
   const int64_t tile_sr = row_axis == pl.ax_r ? full_r : full_c, tile_sc = row_axis == pl.ax_r ? full_c : full_r;
-  const bool atoms = !f32 && mxjit::detail::is_blocked(out.layout) && !out.layout.grouped() && atom_r == 128 && atom_c == 4 &&
+  const bool atoms = !wide && mxjit::detail::is_blocked(out.layout) && !out.layout.grouped() && atom_r == 128 && atom_c == 4 &&
                      tile_sr % 128 == 0 && tile_sc % 4 == 0;
   if (atoms) {
     const int64_t atoms_c = tile_sc / 4, items = tile_sr / 128 * atoms_c * 32, rot = x.scale_words % pl.threads;
@@ -589,7 +609,7 @@ void emit_tile_scales(Ctx& x, int o) {
                          o, offset);
     x.out += "      }\n    } else\n";
   }
-  if (!atoms && !f32 && !out.layout.grouped() && !generic && full_inner % 4 == 0 && (!mxjit::detail::is_blocked(out.layout) || atom_c == 4)) {
+  if (!atoms && !wide && !out.layout.grouped() && !generic && full_inner % 4 == 0 && (!mxjit::detail::is_blocked(out.layout) || atom_c == 4)) {
     // Whole, and not grown over padding (a tile narrower than the layout's atom could be both).
     std::string cond = fmt::format("whole && nsr == {} && nsc == {}", full_r, full_c);
     if (!mxjit::detail::is_blocked(out.layout)) cond += fmt::format(" && P.out_stride[{}][{}] == 1", o, inner);
@@ -618,13 +638,15 @@ void emit_tile_scales(Ctx& x, int o) {
   x.out += fmt::format("      const int lb = ir * {} + ic;\n", lb_row);
   // NaN canonical (0x7fc00000) like the host, whatever payload the GPU's arithmetic made.
   if (f32) x.out += fmt::format("      const float val = s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb];\n", si);
+  else if (bf16)
+    x.out += fmt::format("      const mx_u16 val = mx_u16(mx_f32_to_bf16_rne(s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb]));\n", si);
   else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
   if (out.layout.grouped())
     x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
   else if (mxjit::detail::is_blocked(out.layout))
     x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[{}] = val;\n", o, offset);
   else
-    x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", f32 ? "float" : "mx_u8", o, offset);
+    x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", scale_ctype(out.dtype), o, offset);
   x.out += "    }\n  }\n";
 }
 

@@ -98,14 +98,18 @@ std::vector<std::string> kernel_headers(const Pipeline& p);
 void emit_params(Ctx& x);
 /// The C expression of an input-like leaf at element (r, c) (tensor inputs are preloaded x<k>[e]).
 std::string leaf_expr(const Ctx& x, const NodePtr& n);
-/// Statements turning `m` (max |x| bits) into byte/flag/mult/sval for scale node `sn`. With
+/// Statements turning `m` (max |x| bits) into byte/flag/mult/sval for scale node `sn` (any other
+/// than the library recipes: generic_scale_from_amax, codegen/scale_expr_cuda.hpp). With
 /// `mult_table` (an NVFP4 scale whose kernel declared tamax_decl's tables), the multiplier is
 /// read from that per-CTA table instead of being computed per block.
 std::string scale_from_amax(const NodePtr& sn, const std::string& indent, const std::string& mult_table = {});
 /// The C expression of the value scale output `out` stores, from the variables byte<suffix> /
 /// sval<suffix> that scale_from_amax's results were copied to: the E8M0/E4M3 byte, or the FP32
-/// scale with every NaN stored as the canonical quiet NaN.
+/// scale (bf16: its RNE bits) with every NaN stored as the canonical quiet NaN.
 std::string stored_scale(const Output& out, const std::string& suffix);
+/// The C type one scale of a scales output of element type `t` is stored as: float (FP32),
+/// mx_u16 (bf16 bits) or mx_u8 (E8M0 / E4M3 bytes).
+const char* scale_ctype(DType t);
 /// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it. With `tables`,
 /// also fills, per CTA, mult_table(s) for each NVFP4 scale s: the multiplier of every E4M3 scale
 /// byte, by the very operations scale_from_amax would run per block (so bit-identical), behind
@@ -141,7 +145,8 @@ void emit_rows_kernel(Ctx& x);
 void emit_direct_kernel(Ctx& x);
 /// The pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target: hardware
 /// cvt, or an exact emulation built on FP8 cvt / FMA for FP4 and FP6 without one (sm_89, sm_90);
-/// nullptr where the software encoder runs (INT8, stochastic rounding, FP6 before sm_89).
+/// nullptr where the software encoder runs (INT8, stochastic rounding, FP6 before sm_89). With
+/// Saturate::none: the FP8 cvt followed by the overflow-to-NaN/Inf fix (mx_cvt_e4m3x2_nosat).
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q);
 /// hw_pair_fn on `target`.
 const char* hw_pair_fn(const Target& target, const NodePtr& q);
@@ -161,8 +166,9 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
                        const std::function<std::string(int)>& lin, const std::string& ind, bool per_column = false,
                        const std::string& signs8 = {});
 /// The tensor input whose words the block amax of scale s can read two elements at a time
-/// (max.NaN.bf16x2 / f16x2 on |x| words: the scale's root is that bare bf16/f16 input), or -1.
-int packed_amax_input(const Ctx& x, int s);
+/// (max.NaN.bf16x2 / f16x2 on |x| words: the scale's root is that bare bf16/f16 input and its
+/// amax keeps NaN, or ignores it where the caller drops NaN lanes, `drop_nan`), or -1.
+int packed_amax_input(const Ctx& x, int s, bool drop_nan = false);
 /// C expression: the FP32 bits of 16-bit lane `half` (0 low, 1 high; < 0: the larger of both) of
 /// the packed |x| word `pw` of input k.
 std::string widen_half(const Ctx& x, int k, const std::string& pw, int half);
@@ -203,16 +209,18 @@ std::string scales_clean(int s, int items, const std::vector<int>& xors);
 void emit_clean_split(Ctx& x, const std::string& clean_cond, const std::string& ind, const std::function<void(bool)>& body);
 /// The NaN-propagating packed max of input k's 16-bit type: "mx_max_bf16x2" or "mx_max_f16x2".
 const char* packed_max_fn(const Ctx& x, int k);
-/// C expression: the packed max of the |x| words w0..w3 of input k (two lanes per instruction).
+/// C expression: the packed max of the |x| words w0..w3 of input k (two lanes per instruction);
+/// with `drop_nan`, NaN lanes count as +0 (mx_drop_nan2: an amax that ignores NaN).
 std::string packed_abs_max4(const Ctx& x, int k, const std::string& w0, const std::string& w1, const std::string& w2,
-                            const std::string& w3);
+                            const std::string& w3, bool drop_nan = false);
 /// Stores wd[] (from emit_packed_codes, n codes) at byte pointer `ob`: one vector store when
 /// `full` and aligned, else code by code where `in_e` (a C condition on element e) holds. With
 /// `full_aligned`, the caller's `full` already implies an aligned `ob` (no per-store check).
 void emit_store_codes(Ctx& x, const NodePtr& q, int n, const std::string& full, const std::string& in_e,
                       const std::string& ind, bool full_aligned = false);
-/// The software encoder call for quantize node `q` on value `val`: mx_encode_rne, or mx_encode_sw
-/// with random bits `rnd` for stochastic rounding.
+/// The software encoder call for quantize node `q` on value `val`: mx_encode_rne (wrapped in
+/// mx_fp8_nosat with Saturate::none), or mx_encode_sw with random bits `rnd` for stochastic
+/// rounding.
 std::string encode_call(const Ctx& x, const NodePtr& q, const std::string& val, const std::string& rnd);
 
 }  // namespace mxjit::detail

@@ -16,6 +16,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -38,11 +39,15 @@ std::vector<int> row_axes(const Plan& pl) {
 bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
 
 // The input whose loaded 16-byte words (r<k>_[u][0]) scale s's amax reads two lanes at a time:
-// its root is that bare bf16/f16 input, loaded by vectors; else -1.
+// its root is that bare bf16/f16 input, loaded by vectors; else -1. (An amax that ignores NaN
+// drops NaN lanes first: drops_nan.)
 int words_input(const Ctx& x, int s) {
-  const int k = packed_amax_input(x, s);
+  const int k = packed_amax_input(x, s, true);
   return k >= 0 && vec_input(x, k) ? k : -1;
 }
+
+// Whether scale s's amax ignores NaN (the packed max drops NaN lanes first).
+bool drops_nan(const Ctx& x, int s) { return x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore; }
 
 // Whether scale s is computed once per block row, on one lane (the plan's choice).
 bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
@@ -169,8 +174,7 @@ std::string blocked_frame(const Ctx& x, int o, const std::string& u, const std::
 void emit_scale_store(Ctx& x, int o, int s) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
-  const bool f32 = out.dtype == DType::f32;
-  const char* t = f32 ? "float" : "mx_u8";
+  const char* t = scale_ctype(out.dtype);
   const std::string val = stored_scale(out, std::to_string(s));
   if (blocked_words(x, o))
     return void(x.out += fmt::format("    sb{0}[u / 4] |= (ok[u] ? mx_u32({1}) : 0u) << (8 * (u % 4));\n", o, val));
@@ -330,7 +334,7 @@ void emit_scatter_rows(Ctx& x, int s, bool all_vec) {
   const int k = words_input(x, s);
   const std::string w = fmt::format("r{}_[u][0]", k);
   x.out += fmt::format("  mx_u32 pw{0}[{1}];  // scale {0}: each row's packed |x| max\n#pragma unroll\n  for (int u = 0; u < {1}; ++u) pw{0}[u] = {2};\n",
-                       s, pl.direct().chunks_per_thread, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+                       s, pl.direct().chunks_per_thread, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w", drops_nan(x, s)));
   const ItemExpr row_m = [&](const std::string& u) { return widen_half(x, k, fmt::format("pw{}[{}]", s, u), -1); };
   const auto store = [&](const std::string& ind) {
     std::string t;
@@ -478,12 +482,12 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
       // A bare 16-bit input: the maximum of its loaded words, two lanes per instruction (the
       // flush of the maximum is the maximum of the flushed values: flushing is monotonic).
       const std::string w = fmt::format("r{}_[u][0]", k);
-      x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
+      x.out += fmt::format("      const mx_u32 pw = {};\n", packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w", drops_nan(x, int(s))));
       x.out += fmt::format("      mx_u32 m = {};\n", widen_half(x, k, "pw", -1));
       if (x.v.scale_flush[s]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
     } else {
-      x.out += fmt::format("      mx_u32 m = 0u;\n      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}m = a > m ? a : m; }}\n",
-                           root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "");
+      x.out += fmt::format("      mx_u32 m = 0u;\n      for (int e = 0; e < 8; ++e) {{ mx_u32 a = mx_bits(v{}[e]) & 0x7fffffffu; {}{}m = a > m ? a : m; }}\n",
+                           root, x.v.scale_flush[s] ? "if (a < 0x00800000u) a = 0u; " : "", amax_drop_nan(*x.v.scales[s], "a"));
     }
     for (int off = G / 2; off >= 1; off /= 2)
       x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);

@@ -11,6 +11,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -24,7 +25,7 @@ void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind)
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::scales) continue;
     x.out += fmt::format("{}if ({}) static_cast<{}*>(P.out[{}])[g * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = {};\n", ind, cond,
-                         out.dtype == DType::f32 ? "float" : "mx_u8", o, o, x.plan.ax_r, o, x.plan.ax_c, stored_scale(out, ""));
+                         scale_ctype(out.dtype), o, o, x.plan.ax_r, o, x.plan.ax_c, stored_scale(out, ""));
   }
 }
 
@@ -57,6 +58,7 @@ void emit_jagged_scalar(Ctx& x) {
   x.out += fmt::format("  for (mx_i64 ix{0} = row_s; ix{0} < row_e; ++ix{0}) {{\n", ar);
   x.out += eval + fmt::format("    mx_u32 a = mx_bits({}) & 0x7fffffffu;\n", v);
   if (x.v.scale_flush[0]) x.out += "    if (a < 0x00800000u) a = 0u;\n";
+  if (const std::string drop = amax_drop_nan(*sn, "a"); !drop.empty()) x.out += "    " + drop + "\n";
   x.out += "    m = a > m ? a : m;\n  }\n";
   x.out += scale_from_amax(sn, "  ");
   x.out += "  if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
@@ -69,7 +71,7 @@ void emit_jagged_scalar(Ctx& x) {
     x.out += eval;
     x.out += fmt::format("    float y = {};\n", v);
     if (q->flush_subnormals) x.out += "    if ((mx_bits(y) & 0x7fffffffu) < 0x00800000u) y = mx_float(mx_bits(y) & 0x80000000u);\n";
-    x.out += "    y = y * mult;\n";
+    x.out += generic_scale(*sn) ? fmt::format("    y = {};\n", generic_scale_element(*sn, "y", "mult")) : "    y = y * mult;\n";
     std::string rnd = "0u";
     if (q->round == Round::stochastic) {
       x.out += fmt::format("    const mx_u32 rnd = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", x.linear_index("", "c"), q->offset,
@@ -242,6 +244,7 @@ void emit_jagged_vector(Ctx& x) {
   auto fold_values = [&] {
     std::string l = "#pragma unroll\n      for (int e = 0; e < 8; ++e) {\n        mx_u32 a = mx_bits(val[e]) & 0x7fffffffu;\n";
     if (x.v.scale_flush[0]) l += "        if (a < 0x00800000u) a = 0u;\n";
+    if (const std::string drop = amax_drop_nan(*sn, "a"); !drop.empty()) l += "        " + drop + "\n";
     return l + "        m[e] = a > m[e] ? a : m[e];\n      }\n";
   };
   // Folds the values of the U rows in w[][] (rows from `end` on skipped) into the maxima m[8]

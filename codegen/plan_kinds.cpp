@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -115,7 +116,11 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   for (size_t i = 0; i < p.inputs().size(); ++i)
     if (p.inputs()[i].kind == InputDecl::tensor) vec = vec && sc.vector_along(i, plan.ax_c);
   d.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : ((hw_fp8 || bare_rne) && vec ? 4 : 2);
-  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 ? 8 : 6);
+  // Elements divided by their factor (a generic scale's Apply::divide: an IEEE division per
+  // element, a call ptxas gives registers) spill at 32 registers: 6 CTAs per SM (<= 40).
+  bool divides = false;
+  for (const NodePtr& sn : v.scales) divides = divides || sn->apply == Apply::divide;
+  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 && !divides ? 8 : 6);
   plan.threads = s.threads ? s.threads : 256;
   plan.smem_bytes = 0;
   for (const Output& o : p.outputs())
@@ -149,7 +154,8 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
                    !q->flush_subnormals && e8m0 && words && p.inputs()[size_t(k)].dtype == DType::bf16;
     d.e2m1_words.push_back(w);
     // NVFP4 without the FP4 cvt: 8 codes at once where the multiplier is finite.
-    d.eight_at_once.push_back(!w && q->elem == e2m1 && q->round == Round::nearest_even && !target.hw_fp4_fp6() && !e8m0);
+    d.eight_at_once.push_back(!w && q->elem == e2m1 && q->round == Round::nearest_even && !target.hw_fp4_fp6() && !e8m0 &&
+                              !generic_scale(*q->args[1]));  // NVFP4's multipliers only
   }
   for (const Output& o : p.outputs()) {
     BlockedStore b = BlockedStore::none;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "codegen/layout_cuda.hpp"
+#include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
@@ -17,15 +18,13 @@ NodePtr jagged_scale(const ValueSet& v) {
 }
 
 void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
-  for (const NodePtr& sn : v.scales)
-    if (sn->recipe == ScaleRecipe::generic)
-      throw UsageError(fmt::format("GPU generator: scale {} is a definition the CUDA generator has no code for yet "
-                                   "(only the library recipes of dsl/recipes.hpp); it runs on the CPU backends",
-                                   scale_definition(*sn)));
   if (whole_axis(v) >= 0) check_rows_runs(p, v);
-  for (const NodePtr& q : v.quantizes)
-    if (q->saturate == Saturate::none)
-      throw UsageError("GPU generator: casts with Saturate::none run on the CPU backends in this version");
+  // Any scale definition runs on the GPU (codegen/scale_expr_cuda.hpp), except a generic one that
+  // needs the tensor amax: only NVFP4's library recipe has that pre-pass there.
+  for (const NodePtr& sn : v.scales)
+    if (generic_scale(*sn) && tensor_amax_of(*sn))
+      throw UsageError(fmt::format("GPU generator: scale {} reads tamax_var(); two-level scales other than NVFP4's "
+                                   "library recipe run on the CPU backends in this version", scale_definition(*sn)));
   // Grouped layouts other than grouped_blocked128x4, and any layout of the offset function
   // (codegen/layout_cuda.hpp) beside jagged groups, run on the CPU.
   for (const Output& o : p.outputs())

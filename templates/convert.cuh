@@ -196,6 +196,35 @@ MX_D mx_u32 mx_cvt_e5m2x2(float lo, float hi) {
   return d;
 }
 #endif
+// |x| words of two bf16 (add 0x007f007f) or f16 (0x03ff03ff), NaN lanes made +0 (an amax that
+// ignores NaN, as CUDA's fmaxf): with the sign bits clear, adding `add` carries into a lane's sign
+// bit exactly when the lane is above Inf (bf16 0x7f80, f16 0x7c00), and never into the next lane.
+MX_D mx_u32 mx_drop_nan2(mx_u32 a, mx_u32 add) {
+  const mx_u32 n = (a + add) & 0x80008000u;
+  return a & ~((n >> 15) * 0xffffu);
+}
+// Saturate::none (torch's `.to(float8_*)`): `code`, the saturating RNE code of y, where y rounds
+// within the format; where it rounds beyond the largest normal on the grid extended by one step
+// (E4M3: |y| > 464, the tie 464 going to the even 448; E5M2: |y| >= 61440, the tie going to the
+// odd top code's successor) or is infinite, NaN with y's sign (E4M3: 0x7F | s) or Inf (E5M2:
+// 0x7C | s), as reference::encode_rne(elem, y, Saturate::none). NaN keeps its code (0x7F).
+template <bool E5M2>
+MX_D mx_u32 mx_fp8_nosat(float y, mx_u32 code) {
+  const mx_u32 a = mx_bits(y) & 0x7fffffffu, s = (mx_bits(y) >> 24) & 0x80u;
+  const bool over = a <= 0x7f800000u && (E5M2 ? a >= 0x47700000u : a > 0x43e80000u);
+  return over ? (s | (E5M2 ? 0x7cu : 0x7fu)) : code;
+}
+#if MXJIT_HW_FP8
+// The hardware pairs with Saturate::none: the satfinite cvt, then mx_fp8_nosat per lane.
+MX_D mx_u32 mx_cvt_e4m3x2_nosat(float lo, float hi) {
+  const mx_u32 c = mx_cvt_e4m3x2(lo, hi);
+  return mx_fp8_nosat<false>(lo, c & 0xffu) | (mx_fp8_nosat<false>(hi, c >> 8) << 8);
+}
+MX_D mx_u32 mx_cvt_e5m2x2_nosat(float lo, float hi) {
+  const mx_u32 c = mx_cvt_e5m2x2(lo, hi);
+  return mx_fp8_nosat<true>(lo, c & 0xffu) | (mx_fp8_nosat<true>(hi, c >> 8) << 8);
+}
+#endif
 // FP8 pairs by the hardware where there is one, else by the software encoder (bit-identical;
 // the host tests compile this branch): what the FP6 encoders below build on.
 MX_D mx_u32 mx_e4m3x2_rne(float lo, float hi) {

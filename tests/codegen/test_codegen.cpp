@@ -282,13 +282,13 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
   CHECK_THROWS_AS(generate(pg, Target::parse("sm_90a"), default_stride_class(pg)), UsageError);  // amax beside groups
   Pipeline pj = pipeline({output("q", cast(e4m3, x / sg)), output("s", sg)});
   CHECK(generate(pj, Target::parse("sm_90a"), default_stride_class(pj)).plan.kind == KernelKind::jagged);
-  auto sf = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
   CastOptions flush;
   flush.flush_subnormals = true;
   auto sn = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
   Pipeline pn = pipeline({output("q", cast(e2m1, x / sn, Round::nearest_even, Saturate::finite, flush)), output("s", sn)});
   CHECK_THROWS_AS(generate(pn, Target::parse("sm_90a"), default_stride_class(pn)), UsageError);
-  // Scale definitions no library recipe names and Saturate::none: CPU only.
+  // Whole rows run on the rows kernel, a whole tensor only on the CPU (generic scale definitions:
+  // test_generic_scales.cpp).
   auto gpu_refuses = [](const Pipeline& p, const char* part) {
     try {
       generate(p, Target::parse("sm_90a"), default_stride_class(p));
@@ -297,13 +297,6 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
       CHECK(std::string(e.what()).find(part) != std::string::npos);
     }
   };
-  ScaleDef def = recipes::f32_multiplier(e4m3, {});
-  def.apply = Apply::divide;
-  auto sd = scale(amax(blocks(x, 1, 32)), e4m3, def);
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / sd)), output("s", sd)}), "has no code for yet");
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / sf, Round::nearest_even, Saturate::none)), output("s", sf)}),
-              "Saturate::none");
-  // Whole rows run on the rows kernel; a whole tensor does not yet.
   auto sw = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
   CHECK(generate(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), Target::parse("sm_90a"), default_stride_class(pj))
             .plan.kind == KernelKind::rows);

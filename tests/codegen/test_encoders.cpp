@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -371,4 +372,49 @@ TEST_CASE("the E8M0 multiplier's bits give back its byte, and are never a flag")
     CHECK(254u - (w >> 23) == byte);
     CHECK(mx_float(w) * mx_e8m0_value(byte) == 1.0f);
   }
+}
+
+TEST_CASE("Saturate::none: mx_fp8_nosat over the saturating code equals the reference, E4M3 and E5M2") {
+  using mxjit_host_convert::mx_fp8_nosat;
+  // Every 4099th FP32 pattern, and every pattern within 4096 ulps of the overflow edges (448,
+  // 464, 480; 57344, 61440, 65536), of +-Inf and of the NaNs next to it, with both signs.
+  std::vector<uint32_t> us;
+  for (uint64_t u = 0; u < (1ull << 32); u += 4099) us.push_back(uint32_t(u));
+  for (float edge : {448.0f, 464.0f, 480.0f, 57344.0f, 61440.0f, 65536.0f, std::numeric_limits<float>::infinity()})
+    for (int64_t d = -4096; d <= 4096; ++d)
+      for (uint32_t sign : {0u, 0x80000000u}) us.push_back(uint32_t(int64_t(mx_as_uint(edge)) + d) | sign);
+  uint64_t bad = 0, overflowed = 0;
+  for (uint32_t u : us) {
+    const float v = mx_as_float(u);
+    const uint32_t e4 = mx_fp8_nosat<false>(v, mx_encode_rne<4, 3, 1, false>(v));
+    const uint32_t e5 = mx_fp8_nosat<true>(v, mx_encode_rne<5, 2, 2, false>(v));
+    const uint32_t r4 = mxjit::reference::encode_rne(mxjit::e4m3, v, mxjit::Saturate::none);
+    const uint32_t r5 = mxjit::reference::encode_rne(mxjit::e5m2, v, mxjit::Saturate::none);
+    overflowed += (r4 & 0x7fu) == 0x7fu && !std::isnan(v);
+    if (e4 != r4 || e5 != r5) {
+      if (bad++ < 5) MESSAGE(fmt::format("0x{:08x}: e4m3 0x{:02x} (reference 0x{:02x}), e5m2 0x{:02x} (reference 0x{:02x})", u, e4, r4, e5, r5));
+    }
+  }
+  CHECK(bad == 0);
+  CHECK(overflowed > 1000);  // the overflow branch was exercised
+  // torch's cast (research note §1.3): 449 and 464 give 0x7E, 465 and +Inf NaN (0x7F), -Inf 0xFF.
+  CHECK(mx_fp8_nosat<false>(464.0f, mx_encode_rne<4, 3, 1, false>(464.0f)) == 0x7Eu);
+  CHECK(mx_fp8_nosat<false>(465.0f, mx_encode_rne<4, 3, 1, false>(465.0f)) == 0x7Fu);
+  CHECK(mx_fp8_nosat<false>(-std::numeric_limits<float>::infinity(), 0xFEu) == 0xFFu);
+  CHECK(mx_fp8_nosat<true>(61440.0f, mx_encode_rne<5, 2, 2, false>(61440.0f)) == 0x7Cu);
+}
+
+TEST_CASE("mx_drop_nan2: NaN lanes of |x| words become +0, every bf16 and f16 lane in both halves") {
+  using mxjit_host_convert::mx_drop_nan2;
+  uint64_t bad = 0;
+  for (uint32_t a = 0; a < 0x8000u; ++a)
+    for (uint32_t b : {0u, 1u, 0x7c00u, 0x7c01u, 0x7f80u, 0x7f81u, 0x7fffu, a}) {
+      const uint32_t w = a | (b << 16);
+      auto want = [&](uint32_t top) { return (a > top ? 0u : a) | ((b > top ? 0u : b) << 16); };
+      bad += mx_drop_nan2(w, 0x007f007fu) != want(0x7f80u);  // bf16: NaN above 0x7f80
+      bad += mx_drop_nan2(w, 0x03ff03ffu) != want(0x7c00u);  // f16: NaN above 0x7c00
+      const uint32_t sw = b | (a << 16);
+      bad += mx_drop_nan2(sw, 0x007f007fu) != ((b > 0x7f80u ? 0u : b) | ((a > 0x7f80u ? 0u : a) << 16));
+    }
+  CHECK(bad == 0);
 }

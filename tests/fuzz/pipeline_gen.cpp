@@ -10,6 +10,7 @@
 #include "dsl/errors.hpp"
 #include "dsl/geometry.hpp"
 #include "dsl/limits.hpp"
+#include "dsl/peer_recipes.hpp"
 
 namespace mxjit::fuzz {
 
@@ -94,8 +95,11 @@ struct Builder {
         return nvfp4_scale(amax(b), c.one_in(2) ? Nvfp4Convention::te : Nvfp4Convention::torchao);
       case 1:
         elem = c.one_in(2) ? e4m3 : e5m2;
-        note("f32_scale " + elem.str());
-        return f32_scale(amax(b), elem);
+        if (c.one_in(3)) {
+          note("f32_scale " + elem.str());
+          return f32_scale(amax(b), elem);
+        }
+        return scale(amax(b), elem, generic_def(elem));
       case 2: {
         elem = c.one_in(3) ? fp_format(int(1 + c.below(5)), int(c.below(6))) : c.pick(kFormats);
         note("custom " + elem.str());
@@ -109,6 +113,52 @@ struct Builder {
         return e8m0_scale(amax(b), elem, r, c.one_in(3) ? NanPolicy::satfinite : NanPolicy::nan_block);
       }
     }
+  }
+
+  /// A scale definition no library recipe names (ScaleRecipe::generic): a peer's, or one drawn
+  /// from the expression language (divide or multiply, clamps, NaN-ignoring amax, conditions),
+  /// stored as FP32, bf16, E4M3 or (powers of two) E8M0.
+  ScaleDef generic_def(ElemFormat elem) {
+    const bool p2 = c.one_in(2);
+    ScaleDef d;
+    bool pow2 = p2;
+    switch (c.below(6)) {
+      case 0: note(fmt::format("deepgemm{} {}", p2 ? " ue8m0" : "", elem.str())); d = recipes::deepgemm(elem, p2); break;
+      case 1: note(fmt::format("vllm{} {}", p2 ? " ue8m0" : "", elem.str())); d = recipes::vllm_group(elem, p2); break;
+      case 2: note(fmt::format("sglang{} {}", p2 ? " ue8m0" : "", elem.str())); d = recipes::sglang_group(elem, p2); break;
+      case 3: note(fmt::format("te{} {}", p2 ? " pow2" : "", elem.str())); d = recipes::transformer_engine(elem, p2); break;
+      case 4: note("torchao " + elem.str()); d = recipes::torchao_blockwise(elem); pow2 = false; break;
+      default: {
+        note("generic " + elem.str());
+        const Expr a = c.one_in(2) ? amax_var() : fmax(amax_var(), Expr(1e-6));
+        d.stored = c.one_in(2) ? a / double(float(elem.max_normal())) : pow2_ceil(a * (1.0 / 448));
+        pow2 = false;
+        d.factor = c.one_in(2) ? 1.0 / stored_var() : where(stored_var() == 0.0, 0.0, 1.0 / stored_var());
+        if (c.one_in(2)) {
+          d.apply = Apply::divide;
+          d.factor = stored_var();
+        }
+        if (c.one_in(3)) d.zero_if = amax_var() == 0.0;
+        if (c.one_in(3)) d.nan_if = isnan(stored_var()) || isinf(amax_var());
+        d.amax_nan = c.one_in(2) ? AmaxNan::ignore : AmaxNan::propagate;
+        if (c.one_in(2)) {
+          d.clamp = c.one_in(2) ? Clamp::ignore_nan : Clamp::propagate_nan;
+          d.clamp_lo = -double(float(elem.max_normal()));
+          d.clamp_hi = double(float(elem.max_normal()));
+        }
+      }
+    }
+    if (pow2 && c.one_in(2)) {
+      note("as e8m0");
+      d.format = ScaleFormat::e8m0;
+    } else if (c.one_in(5)) {
+      note("as bf16");
+      d.format = ScaleFormat::bf16;
+    } else if (c.one_in(8)) {
+      note("as e4m3");
+      d.format = ScaleFormat::e4m3;
+    }
+    return d;
   }
 
   /// The codes' layout; for FP4 (packed along the innermost stored axis) mostly one whose
@@ -174,10 +224,17 @@ struct Builder {
       }
       o.flush_subnormals = c.one_in(8);
       if (o.flush_subnormals) note("flush");
+      // torch's non-saturating cast (DeepGEMM), for the formats with NaN.
+      Saturate sat = Saturate::finite;
+      if (round == Round::nearest_even && elem.has_nan() && c.one_in(4)) {
+        sat = Saturate::none;
+        note("nosat");
+      }
       const int what = int(c.below(10));  // 0: scales only, 1: codes only, else both
       if (what != 0)
-        outs.push_back(output(fmt::format("q{}", k), cast(elem, b.value() / s, round, Saturate::finite, o), elems_layout(elem.packed())));
-      if (what != 1) outs.push_back(output(fmt::format("s{}", k), s, scales_layout(s.node()->scale_format == ScaleFormat::f32)));
+        outs.push_back(output(fmt::format("q{}", k), cast(elem, b.value() / s, round, sat, o), elems_layout(elem.packed())));
+      const ScaleFormat sf = s.node()->scale_format;
+      if (what != 1) outs.push_back(output(fmt::format("s{}", k), s, scales_layout(sf == ScaleFormat::f32 || sf == ScaleFormat::bf16)));
       note(";");
     }
     if (c.one_in(6)) { note("amax"); outs.push_back(output("a", amax(x))); }

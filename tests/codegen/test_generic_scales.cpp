@@ -1,0 +1,201 @@
+// Scale definitions no library recipe names (ScaleRecipe::generic: every peer recipe of
+// dsl/peer_recipes.hpp) in the CUDA generator, without a GPU: each peer x {E4M3, E5M2} x {UE8M0
+// on / off; stored as FP32, E8M0, bf16, E4M3} x {1x128 dim0, 128x1 dim1, 128x128 tiles} compiles
+// with NVRTC for sm_90a and sm_100a, in every kernel kind (direct, columns, tiled, jagged) and the
+// peers' scale layouts; the generated scale arithmetic is the __f*_rn intrinsics (no FMA
+// contraction), the amax drops NaN where the definition says, the library recipes keep their
+// device functions, and what still runs on the CPU only is a UsageError naming why.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/emit.hpp"
+#include "dsl/errors.hpp"
+#include "dsl/peer_recipes.hpp"
+#include "dsl/recipes.hpp"
+#include "support/compile_variants.hpp"
+#include "support/peer_casts.hpp"
+
+using namespace mxjit;
+using namespace mxjit::detail;
+using mxjit::test::CompileVariant;
+
+namespace {
+
+using test::PeerDef;
+using test::peer_cast;
+using Shape = test::PeerShape;
+
+std::string source_of(const Pipeline& p, const Schedule& s = {}, const char* arch = "sm_90a") {
+  return generate(p, Target::parse(arch), default_stride_class(p), s).source;
+}
+
+}  // namespace
+
+TEST_CASE("generic scales: every peer x E4M3/E5M2 x UE8M0 x 1x128 / 128x1 / 128x128 compiles for sm_90a and sm_100a" *
+          doctest::test_suite("slow")) {
+  std::vector<CompileVariant> vs;
+  for (ElemFormat elem : {e4m3, e5m2})
+    for (const PeerDef& d : test::peer_defs(elem))
+      for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles}) {
+        const Pipeline p = peer_cast(d, elem, shape);
+        vs.push_back({fmt::format("{} {} {}", d.name, elem.str(), test::shape_name(shape)), p, default_stride_class(p)});
+      }
+  CHECK(mxjit::test::compile_variants(vs) == 2 * int(vs.size()));
+  MESSAGE("peer casts compiled: " << vs.size() << " per arch");
+}
+
+TEST_CASE("generic scales: each kernel kind takes them (direct, columns, tiled), in the peers' scale layouts") {
+  const PeerDef dg{"deepgemm", recipes::deepgemm(e4m3, false), Saturate::none};
+  const PeerDef vl{"vllm ue8m0", recipes::vllm_group(e4m3, true)};
+  PeerDef vl8 = vl;
+  vl8.def.format = ScaleFormat::e8m0;
+  auto kind = [](const Pipeline& p, KernelKind k = KernelKind::automatic) {
+    Schedule s;
+    s.kernel = k;
+    return generate(p, Target::parse("sm_90a"), default_stride_class(p), s).plan.kind;
+  };
+  CHECK(kind(peer_cast(dg, e4m3, Shape::dim0)) == KernelKind::direct);
+  CHECK(kind(peer_cast(dg, e4m3, Shape::dim1)) == KernelKind::columns);
+  CHECK(kind(peer_cast(dg, e4m3, Shape::tiles)) == KernelKind::tiled);
+  CHECK(kind(peer_cast(dg, e4m3, Shape::dim0), KernelKind::tiled) == KernelKind::tiled);
+  CHECK(kind(peer_cast(dg, e4m3, Shape::dim1), KernelKind::tiled) == KernelKind::tiled);
+  std::vector<CompileVariant> vs;
+  auto add = [&](const std::string& name, const Pipeline& p, KernelKind k = KernelKind::automatic) {
+    Schedule s;
+    s.kernel = k;
+    vs.push_back({name, p, default_stride_class(p), s});
+  };
+  add("deepgemm 1x128 tiled", peer_cast(dg, e4m3, Shape::dim0), KernelKind::tiled);
+  add("deepgemm 128x1 tiled", peer_cast(dg, e4m3, Shape::dim1), KernelKind::tiled);
+  // DeepGEMM's SM90 FP32 MN-major TMA-aligned scales, SM100 packed UE8M0, TE's GEMM_READY 2D.
+  add("deepgemm mn_major_tma", peer_cast(dg, e4m3, Shape::dim0, DType::bf16, 2, layout::mn_major_tma()));
+  add("vllm ue8m0 as e8m0 packed", peer_cast(vl8, e4m3, Shape::dim0, DType::bf16, 2, layout::mn_major_tma_packed()));
+  add("te 2d gemm_ready", peer_cast({"te", recipes::transformer_engine(e4m3, true)}, e4m3, Shape::tiles, DType::bf16, 2, layout::gemm_ready_2d()));
+  add("te 2d gemm_ready_t", peer_cast({"te", recipes::transformer_engine(e4m3, true)}, e4m3, Shape::tiles, DType::bf16, 2, layout::gemm_ready_2d_t()));
+  // The same layouts over 3-D batches (tests/gpu/test_generic_scales_gpu.cpp runs them).
+  add("deepgemm mn_major_tma 3-D", peer_cast(dg, e4m3, Shape::dim0, DType::bf16, 3, layout::mn_major_tma()));
+  add("vllm packed 3-D", peer_cast(vl8, e4m3, Shape::dim0, DType::bf16, 3, layout::mn_major_tma_packed()));
+  add("te gemm_ready 3-D", peer_cast({"te", recipes::transformer_engine(e4m3, true)}, e4m3, Shape::tiles, DType::bf16, 3, layout::gemm_ready_2d()));
+  add("te gemm_ready_t 3-D", peer_cast({"te", recipes::transformer_engine(e4m3, true)}, e4m3, Shape::tiles, DType::bf16, 3, layout::gemm_ready_2d_t()));
+  add("deepgemm 3-D 1x128", peer_cast(dg, e4m3, Shape::dim0, DType::bf16, 3, layout::linear()));
+  add("deepgemm 3-D 128x128", peer_cast(dg, e4m3, Shape::tiles, DType::bf16, 3, layout::linear()));
+  // Jagged groups (MoE token groups): the vector kernel (rows contiguous) and the scalar one.
+  auto x = input("x", DType::bf16, rank(2));
+  const std::vector<PeerDef> all = test::peer_defs(e4m3);
+  for (const PeerDef& d : {dg, vl, vl8, all[all.size() - 2], all.back()}) {  // the last two: bf16 and E4M3 storage
+    auto s = scale(amax(groups(x, 0, offsets("offs"))), e4m3, d.def);
+    const Pipeline p = pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, d.sat)), output("s", s)});
+    const StrideClass rows{{1, 0}, {true, false}}, cols{{0, 0}, {true, false}};
+    CHECK(generate(p, Target::parse("sm_90a"), rows).plan.jagged().vector);
+    CHECK(!generate(p, Target::parse("sm_90a"), cols).plan.jagged().vector);
+    vs.push_back({d.name + " jagged vector", p, rows});
+    vs.push_back({d.name + " jagged scalar", p, cols});
+  }
+  CHECK(mxjit::test::compile_variants(vs) == 2 * int(vs.size()));
+}
+
+TEST_CASE("generic scales: exact FP32 intrinsics, the definition's amax, clamp and saturation in the source") {
+  const Pipeline dg = peer_cast({"deepgemm", recipes::deepgemm(e4m3, false), Saturate::none}, e4m3, Shape::dim0);
+  const std::string s = source_of(dg);
+  // max(amax, 1e-4) * fp32(1/448), then 1 / s as the factor: each one rounding, no FMA.
+  CHECK(s.find("const float g0 = mx_fmax_nan(sa, mx_float(0x38d1b717u));") != std::string::npos);
+  CHECK(s.find("const float g1 = __fmul_rn(g0, mx_float(0x3b124925u));") != std::string::npos);
+  CHECK(s.find("__fdiv_rn(mx_float(0x3f800000u), sv)") != std::string::npos);
+  CHECK(s.find("__fmul_rn(x") == std::string::npos);  // elements pass through emit_packed_codes: y_
+  CHECK(s.find("y_ = __fmul_rn(y_, mult0)") != std::string::npos);
+  // Saturate::none: the cvt, then overflow to NaN; the amax keeps NaN (no drop).
+  CHECK(s.find("mx_cvt_e4m3x2_nosat") != std::string::npos);
+  CHECK(s.find("0x7f800000u) a = 0u") == std::string::npos);
+  // vLLM: the amax drops NaN, elements divide, then fminf(fmaxf(., -448), 448).
+  const std::string v = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::dim0));
+  CHECK(v.find("mx_drop_nan2(r0_[u][0].x & 0x7fff7fffu, 0x007f007fu)") != std::string::npos);  // packed, NaN lanes dropped
+  CHECK(s.find("mx_drop_nan2") == std::string::npos);
+  const std::string vc = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::dim1));
+  CHECK(vc.find("if (a > 0x7f800000u) a = 0u;") != std::string::npos);  // element by element (columns kernel)
+  CHECK(v.find("mx_fmin_num(mx_fmax_num(__fdiv_rn(y_, mult0), mx_float(0xc3e00000u)), mx_float(0x43e00000u))") != std::string::npos);
+  CHECK(v.find("mx_cvt_e4m3x2(") != std::string::npos);
+  CHECK(v.find("_nosat") == std::string::npos);
+  // The tiled kernel: the same, on its shared-memory multipliers.
+  Schedule tiled;
+  tiled.kernel = KernelKind::tiled;
+  const std::string t = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::tiles), tiled);
+  CHECK(t.find("if (u > 0x7f800000u) u = 0u;") != std::string::npos);
+  CHECK(t.find("__fdiv_rn(x0, s0_mult[lb0])") != std::string::npos);
+  // No plain + - * / on floats in a generic scale's statements: only the intrinsics.
+  for (const std::string& src : {s, v, t}) {
+    const size_t from = src.find("const float sa = mx_float(m);");
+    REQUIRE(from != std::string::npos);
+    const std::string block = src.substr(from, src.find("(void)sv;", from) - from);
+    for (const char* op : {" + ", " - ", " * ", " / "}) CHECK_MESSAGE(block.find(op) == std::string::npos, op << " in " << block);
+    CHECK(block.find("__f") != std::string::npos);
+  }
+  // Software encoders (no FP8 cvt before sm_89) keep Saturate::none too.
+  const std::string sw = source_of(dg, {}, "sm_80");
+  CHECK(sw.find("mx_fp8_nosat<false>(") != std::string::npos);
+}
+
+TEST_CASE("generic scales: the library recipes keep their tuned device functions") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  const std::string src = source_of(pipeline({output("q", cast(e4m3, x / s)), output("s", s)}));
+  CHECK(src.find("mx_scale_rceil(") != std::string::npos);
+  CHECK(src.find("const float sa = mx_float(m);") == std::string::npos);
+  auto f = f32_scale(amax(blocks(x, 1, 128)), e4m3);
+  const std::string fs = source_of(pipeline({output("q", cast(e4m3, x / f)), output("s", f)}));
+  CHECK(fs.find("const float sa = mx_float(m);") == std::string::npos);
+}
+
+TEST_CASE("generic scales: what still runs on the CPU only is a UsageError naming why") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto gpu_refuses = [](const Pipeline& p, const char* part) {
+    try {
+      generate(p, Target::parse("sm_90a"), default_stride_class(p));
+      FAIL_CHECK("generated: " << p.str());
+    } catch (const UsageError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(part) != std::string::npos, e.what());
+    }
+  };
+  // A two-level definition (tamax_var) other than NVFP4's library recipe.
+  ScaleDef two = recipes::vllm_group(e4m3, false);
+  two.stored = amax_var() / tamax_var();
+  auto st = scale(amax(blocks(x, 1, 128)), e4m3, two);
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st)}), "reads tamax_var()");
+  // Whole-axis blocks stay refused.
+  auto sw = scale(amax(blocks(x, 1, kWholeAxis)), e4m3, recipes::vllm_group(e4m3, false));
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), "blocks a whole axis");
+}
+
+TEST_CASE("generic scales: every pipeline and schedule of the GPU tests generates (no refusal there)") {
+  // tests/gpu/test_generic_scales_gpu.cpp: the planner's kernel and the tiled one, rank 2 and 3,
+  // bf16 and f32 inputs, for every peer and shape.
+  int n = 0;
+  for (const char* arch : {"sm_90a", "sm_100a"})
+    for (ElemFormat elem : {e4m3, e5m2})
+      for (const PeerDef& d : test::peer_defs(elem))
+        for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles})
+          for (KernelKind kind : {KernelKind::automatic, KernelKind::tiled})
+            for (DType dt : {DType::bf16, DType::f32})
+              for (int r : {2, 3}) {
+                Schedule s;
+                s.kernel = kind;
+                const Pipeline p = peer_cast(d, elem, shape, dt, r);
+                CHECK_NOTHROW(generate(p, Target::parse(arch), default_stride_class(p), s));
+                ++n;
+              }
+  CHECK(n == 2 * 2 * int(test::peer_defs(e4m3).size()) * 3 * 2 * 2 * 2);
+}
+
+TEST_CASE("generic scales: the peers' casts compile for sm_90a without register spills" * doctest::test_suite("slow")) {
+  int n = 0;
+  for (const PeerDef& d : test::peer_defs(e4m3))
+    for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles}) {
+      const Pipeline p = peer_cast(d, e4m3, shape);
+      CHECK_MESSAGE(test::spill_bytes(p, default_stride_class(p)) == 0, (d.name + " " + test::shape_name(shape)));
+      ++n;
+    }
+  CHECK(n == 3 * int(test::peer_defs(e4m3).size()));
+}

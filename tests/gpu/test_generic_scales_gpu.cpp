@@ -1,0 +1,166 @@
+// Generic scale definitions on the GPU (codegen/scale_expr_cuda.hpp), every byte against the
+// reference with poisoned outputs: each peer recipe of dsl/peer_recipes.hpp (DeepGEMM, vLLM,
+// SGLang, Transformer Engine, torchao) for E4M3 and E5M2, with and without power-of-two scales
+// (also stored as E8M0), in 1x128 groups, 128x1 groups and 128x128 tiles, through every kernel
+// kind that takes them, on random data and on blocks made adversarial one by one: all zero, a
+// NaN, +-Inf, amax below the recipe's floor, amax exactly 448 * 2^k, subnormals, magnitudes
+// across 40 binades; shapes with tails that are not a multiple of 128, 3-D batches, and jagged
+// groups of rows (MoE token groups) in the vector and scalar jagged kernels. Skips
+// (one line per test) without a GPU.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "gpu/check.hpp"
+#include "support/peer_casts.hpp"
+
+using namespace mxjit;
+using namespace mxjit::test;
+
+namespace {
+
+using Shape = PeerShape;
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void put(HostTensor& t, int64_t i, float f) {
+  if (t.v.dtype == DType::f32) return void(std::memcpy(t.bytes.data() + 4 * i, &f, 4));
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t h = uint16_t(u >> 16);  // exact for the values below (bf16-representable)
+  std::memcpy(t.bytes.data() + 2 * i, &h, 2);
+}
+
+/// Fills a contiguous rank-2/3 tensor so that its (br x bc) blocks (per batch) are each one kind:
+/// all zero, one NaN, +Inf, -Inf, amax below every peer's floor, amax exactly 448 * 2^k,
+/// subnormals only, or random magnitudes scaled by 2^-20 .. 2^19.
+void fill_blocks(HostTensor& t, int64_t br, int64_t bc, uint64_t seed) {
+  const auto& sh = t.v.shape;
+  const int64_t R = sh[sh.size() - 2], C = sh.back(), B = t.v.numel() / std::max<int64_t>(R * C, 1);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t i = (b * R + r) * C + c;
+        const uint64_t key = mix(seed ^ uint64_t((b * 1000003 + r / br) * 1000003 + c / bc));
+        const bool first = r % br == 0 && c % bc == 0;  // the block's first element exists in any tail
+        const uint64_t h = mix(key ^ uint64_t(i));
+        const float m = 1.0f + float(h % 1000) / 1000.0f, sg = (h >> 20) & 1 ? -1.0f : 1.0f;
+        const int k = int((key >> 8) % 20) - 10;
+        float f = 0;
+        switch (key % 9) {
+          case 0: f = 0; break;
+          case 1: f = first ? NAN : sg * m; break;
+          case 2: f = first ? INFINITY : sg * m; break;
+          case 3: f = first ? -INFINITY : sg * m * 1024.0f; break;
+          case 4: f = sg * m * std::ldexp(1.0f, -44 - int(h % 8)); break;  // amax ~1e-13: under every floor
+          case 5: f = first ? sg * std::ldexp(448.0f, k) : sg * std::ldexp(m, k + 7); break;  // |x| < 448 * 2^k
+          case 6: f = sg * std::ldexp(m, -133 + int(h % 6)); break;  // subnormal
+          case 7: f = first ? std::ldexp(0.875f, 128) * sg : sg * m; break;  // near FLT_MAX
+          default: f = sg * std::ldexp(m, int((key >> 16) % 40) - 20); break;
+        }
+        put(t, i, f);
+      }
+}
+
+int64_t run(const Pipeline& p, const Schedule& s, DType dt, std::vector<int64_t> shape, int64_t br, int64_t bc, uint64_t seed,
+            bool structured, const std::string& label) {
+  std::vector<HostTensor> in;
+  in.emplace_back(dt, shape);
+  if (structured) fill_blocks(in.back(), br, bc, seed);
+  else fill_random(in.back(), seed, true);
+  return check_against_reference(jit(p, current_target(), s), in,
+                                 fmt::format("{} [{}]{}", label, fmt::join(shape, ","), structured ? " blocks" : " random"));
+}
+
+}  // namespace
+
+TEST_CASE("generic scales gpu: every peer recipe, E4M3 and E5M2, 1x128 / 128x1 / 128x128, random and adversarial blocks") {
+  MXJIT_REQUIRE_GPU();
+  int n = 0;
+  std::vector<Pipeline> all;
+  for (ElemFormat elem : {e4m3, e5m2})
+    for (const PeerDef& d : peer_defs(elem))
+      for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles})
+        for (int r : {2, 3}) all.push_back(peer_cast(d, elem, shape, DType::bf16, r));
+  warmup(all, current_target());
+  for (ElemFormat elem : {e4m3, e5m2})
+    for (const PeerDef& d : peer_defs(elem))
+      for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles}) {
+        const int64_t br = shape == Shape::dim0 ? 1 : 128, bc = shape == Shape::dim1 ? 1 : 128;
+        const std::string label = fmt::format("{} {} {}", d.name, elem.str(), shape_name(shape));
+        // The kernel the planner picks, and the tiled kernel for every shape.
+        for (KernelKind kind : {KernelKind::automatic, KernelKind::tiled}) {
+          Schedule s;
+          s.kernel = kind;
+          const Pipeline p2 = peer_cast(d, elem, shape, DType::bf16, 2);
+          const std::string l = label + (kind == KernelKind::tiled ? " tiled" : "");
+          CHECK(run(p2, s, DType::bf16, {256, 384}, br, bc, 1 + n, false, l) == 0);
+          CHECK(run(p2, s, DType::bf16, {256, 384}, br, bc, 2 + n, true, l) == 0);
+          CHECK(run(p2, s, DType::bf16, {130, 200}, br, bc, 3 + n, true, l) == 0);
+          CHECK(run(peer_cast(d, elem, shape, DType::bf16, 3), s, DType::bf16, {3, 130, 200}, br, bc, 4 + n, true, l) == 0);
+        }
+        // FP32 inputs (FP32 subnormals, amaxes that are no bf16).
+        CHECK(run(peer_cast(d, elem, shape, DType::f32, 2), {}, DType::f32, {130, 264}, br, bc, 5 + n, true, label + " f32") == 0);
+        ++n;
+      }
+  MESSAGE("peer casts checked: " << n);
+}
+
+TEST_CASE("generic scales gpu: the peers' scale layouts (MN-major TMA-aligned FP32, packed UE8M0, GEMM_READY 2D)") {
+  MXJIT_REQUIRE_GPU();
+  const PeerDef dg{"deepgemm", recipes::deepgemm(e4m3, false), Saturate::none};
+  PeerDef dg8{"deepgemm ue8m0 as e8m0", recipes::deepgemm(e4m3, true), Saturate::none};
+  dg8.def.format = ScaleFormat::e8m0;
+  PeerDef vl8{"vllm ue8m0 as e8m0", recipes::vllm_group(e4m3, true)};
+  vl8.def.format = ScaleFormat::e8m0;
+  const PeerDef te{"te pow2", recipes::transformer_engine(e4m3, true)};
+  struct Case {
+    PeerDef d;
+    Shape shape;
+    Layout l;
+  };
+  const std::vector<Case> cases = {{dg, Shape::dim0, layout::mn_major_tma()},
+                                   {dg8, Shape::dim0, layout::mn_major_tma_packed()},
+                                   {vl8, Shape::dim0, layout::mn_major_tma_packed()},
+                                   {te, Shape::tiles, layout::gemm_ready_2d()},
+                                   {te, Shape::tiles, layout::gemm_ready_2d_t()}};
+  for (const Case& c : cases)
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{256, 512}, {131, 600}, {5, 136}, {3, 130, 1000}}) {
+      const int64_t br = c.shape == Shape::dim0 ? 1 : 128, bc = 128;
+      const Pipeline p = peer_cast(c.d, e4m3, c.shape, DType::bf16, int(shape.size()), c.l);
+      const std::string label = fmt::format("{} {}", c.d.name, c.l.str());
+      CHECK(run(p, {}, DType::bf16, shape, br, bc, 7, true, label) == 0);
+      CHECK(run(p, {}, DType::bf16, shape, br, bc, 8, false, label) == 0);
+    }
+}
+
+TEST_CASE("generic scales gpu: jagged groups (MoE token groups), vector and scalar kernels, every peer") {
+  MXJIT_REQUIRE_GPU();
+  const std::vector<std::vector<int32_t>> group_ends = {{0, 1, 32, 65, 1065, 1100}, {300, 300, 300, 700}};
+  int cases = 0;
+  for (ElemFormat elem : {e4m3, e5m2})
+    for (const PeerDef& d : peer_defs(elem)) {
+      auto x = input("x", DType::bf16, rank(2));
+      auto s = scale(amax(groups(x, 0, offsets("offs"))), elem, d.def);
+      const Pipeline p = pipeline({output("q", cast(elem, x / s, Round::nearest_even, d.sat)), output("s", s)});
+      for (const auto& ends : group_ends)
+        for (bool colmajor : {false, true}) {  // the vector kernel, then the scalar one
+          const int64_t rows = 1100, cols = 96;
+          std::vector<HostTensor> in;
+          in.emplace_back(DType::bf16, std::vector<int64_t>{rows, cols}, colmajor ? std::vector<int64_t>{1, rows} : std::vector<int64_t>{});
+          fill_random(in.back(), uint64_t(cases + 60), cases % 2 == 0);
+          in.emplace_back(DType::i32, std::vector<int64_t>{int64_t(ends.size())});
+          std::memcpy(in.back().bytes.data(), ends.data(), ends.size() * 4);
+          CHECK(check_against_reference(jit(p), in, d.name + " " + elem.str() + " groups", {rows, cols}, int64_t(ends.size())) == 0);
+          ++cases;
+        }
+    }
+  MESSAGE("jagged generic cases: " << cases);
+}
