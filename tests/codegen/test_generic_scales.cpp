@@ -164,9 +164,13 @@ TEST_CASE("generic scales: what still runs on the CPU only is a UsageError namin
   two.stored = amax_var() / tamax_var();
   auto st = scale(amax(blocks(x, 1, 128)), e4m3, two);
   gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st)}), "reads tamax_var()");
-  // Whole-axis blocks stay refused.
+  // Whole-axis blocks run on the rows kernel, with any definition; a whole tensor does not yet.
   auto sw = scale(amax(blocks(x, 1, kWholeAxis)), e4m3, recipes::vllm_group(e4m3, false));
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), "blocks a whole axis");
+  CHECK(generate(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), Target::parse("sm_90a"),
+                 default_stride_class(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)})))
+            .plan.kind == KernelKind::rows);
+  auto stw = scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3, recipes::vllm_group(e4m3, false));
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / stw)), output("s", stw)}), "tensorwise");
 }
 
 TEST_CASE("generic scales: every pipeline and schedule of the GPU tests generates (no refusal there)") {

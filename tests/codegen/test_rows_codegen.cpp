@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/emit.hpp"
 #include "codegen/plan.hpp"
 #include "dsl/errors.hpp"
+#include "dsl/peer_recipes.hpp"
 #include "support/compile_variants.hpp"
 
 using namespace mxjit;
@@ -127,6 +129,15 @@ TEST_CASE("rows kernel: every variant compiles for sm_90a and sm_100a" * doctest
                                                                          output("q4", cast(e2m1, v / s4)), output("s4", s4)}),
                   StrideClass{{1, 1}, {true, true}}});
   }
+  for (const auto& [name, def] : {std::pair{"vllm", recipes::vllm_group(e4m3, true)}, std::pair{"te", recipes::transformer_engine(e4m3, true)},
+                                   std::pair{"deepgemm", recipes::deepgemm(e4m3, true)}})
+    for (int axis : {1, 0}) {
+      auto x = input("x", DType::bf16, rank(2));
+      auto s = scale(amax(blocks(x, axis, kWholeAxis)), e4m3, def);
+      const Saturate sat = std::string(name) == "deepgemm" ? Saturate::none : Saturate::finite;
+      vs.push_back({fmt::format("{} whole along {}", name, axis),
+                    pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, sat)), output("s", s)}), unit_along(1)});
+    }
   for (const char* tu : {"tune(threads=32, chunks_per_thread=1)", "tune(threads=1024, chunks_per_thread=8, ctas_per_sm=1)"})
     vs.push_back({fmt::format("rowwise {}", tu), rowwise(DType::bf16, 2, 1), unit_along(1), Schedule::parse(tu)});
   CHECK(test::compile_variants(vs) == 2 * int(vs.size()));

@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "dsl/peer_recipes.hpp"
 #include "gpu/check.hpp"
 
 using namespace mxjit;
@@ -99,5 +101,24 @@ TEST_CASE("rows kernel on the GPU: E8M0 rules, FP4 and FP6 codes, a product prol
     for (const std::vector<int64_t>& shape : {std::vector<int64_t>{5, 300}, {9, 5120}, {2, 70000}})
       bad += check(k, DType::bf16, shape, tu);
   }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("rows kernel on the GPU: the peers' scale definitions per whole row and column, Saturate::none") {
+  MXJIT_REQUIRE_GPU();
+  int64_t bad = 0;
+  const std::pair<const char*, ScaleDef> defs[] = {
+      {"vllm", recipes::vllm_group(e4m3, false)},          {"vllm ue8m0", recipes::vllm_group(e4m3, true)},
+      {"sglang", recipes::sglang_group(e4m3, false)},      {"te pow2", recipes::transformer_engine(e4m3, true)},
+      {"te", recipes::transformer_engine(e4m3, false)},    {"torchao blockwise", recipes::torchao_blockwise(e4m3)},
+      {"deepgemm ue8m0", recipes::deepgemm(e4m3, true)}};
+  for (const auto& [name, def] : defs)
+    for (int axis : {1, 0}) {
+      auto x = input("x", DType::bf16, rank(2));
+      auto s = scale(amax(blocks(x, axis, kWholeAxis)), e4m3, def);
+      const Saturate sat = std::string(name).starts_with("deepgemm") ? Saturate::none : Saturate::finite;
+      const Pipeline p = pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, sat)), output("s", s)});
+      bad += check(jit(p), DType::bf16, {70, 900}, fmt::format("{} along axis {}", name, axis));
+    }
   CHECK(bad == 0);
 }
