@@ -287,11 +287,12 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
   const int lead = first_tensor_input(p);
   const int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[size_t(lead)] : -1;
   if (unit >= 0 && unit != plan.ax_c) r.across_axis = unit;
-  // Along a line: small CTAs, many per SM, each thread holding 8 chunks' raw words. Across lines:
+  // Along a line: 256 threads, 4 CTAs per SM, each thread holding 8 chunks' raw words (a line of
+  // 16384 is read once; docs/perf-log.md, the rows kernel). Across lines:
   // the CTA's warps split the whole axis, so the grid is the lines / 32 and CTAs are large.
   const bool across = r.across_axis >= 0;
-  plan.threads = s.threads ? s.threads : across ? 1024 : 128;
-  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : across ? 1 : 8;
+  plan.threads = s.threads ? s.threads : across ? 1024 : 256;
+  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : across ? 1 : 4;
   plan.smem_bytes = 0;
   // 8 chunks of a 2-byte input read by vectors are 32 registers; 4 of anything else.
   bool narrow = true;

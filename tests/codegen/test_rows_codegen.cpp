@@ -47,14 +47,14 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   CHECK(plan.ax_c == 1);
   CHECK(plan.batch_axes == std::vector<int>{0});
   CHECK(plan.str().find("rows: chunks_per_thread=8") != std::string::npos);
-  // Lines of 5120: the 4 warps of a 128-thread CTA (5 chunks a thread); of 300: one warp.
+  // Lines of 5120: 4 warps (2 lines per 256-thread CTA, 5 chunks a thread); of 300: one warp.
   const Launch l = plan.launch({16384, 5120}, 0);
   CHECK(l.tiles_r == 16384);
   CHECK(l.tiles_c == 4);
-  CHECK(l.grid[0] == 16384u);
+  CHECK(l.grid[0] == 8192u);
   const Launch s = plan.launch({1000, 300}, 0);
   CHECK(s.tiles_c == 1);
-  CHECK(s.grid[0] == 250u);  // 4 lines per CTA
+  CHECK(s.grid[0] == 125u);  // 8 lines per CTA
   // A 3-D (E, K, N) tensor with K whole: lines are the (e, n) pairs.
   const Plan p3 = make_plan(rowwise(DType::bf16, 3, 1), t, unit_along(2));
   CHECK(p3.launch({4, 5120, 96}, 0).tiles_r == 4);  // the E axis; the (e, n) lines go 32 to a tile
