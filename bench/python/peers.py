@@ -314,7 +314,7 @@ def build_cases(a: argparse.Namespace) -> List[Case]:
                         _ref_peer(f"torch_to_float8_per_group_{side}",
                                   lambda x, offs, c=colwise: list(fc.per_group_reference(x, offs, c)))])
             # Whole-row FP8 (the recipe's activation cast): mxjit's per-group op with one group spanning the row.
-            add("fp8_row2d whole-row pow2 (1 group)", sh, x_in, lambda x: list(fc.rowwise_2d_mxjit(x)), [
+            add("fp8_row2d whole-row pow2", sh, x_in, lambda x: list(fc.rowwise_2d_mxjit(x)), [
                 _kernel_peer("triton_fp8_rowwise_2d_scale_and_cast", lambda x: list(ao_casts.rowwise_2d(x))),
                 _ref_peer("tensor_to_scale + to_fp8_saturated", lambda x: list(ref_casts.rowwise_2d(x)))])
 
