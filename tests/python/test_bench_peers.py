@@ -95,7 +95,7 @@ def test_peers_dry_run_every_cpu_pair_agrees(capsys, tmp_path):
     for op in ("dim0", "dim1", "dim01", "mxfp4 dim0 floor", "mxfp6 e2m3 dim0 floor", "mxfp6 e3m2 dim0 floor",
                "nvfp4 two-level", "blocked 2-D scales", "mgroups dim0 + M-group blocked scales",
                "kgroups dim1 + K-group blocked scales", "fp8_colwise per-group (jagged rows)",
-               "fp8_rowwise per-group (jagged cols)", "fp8_row2d whole-row pow2 (1 group)",
+               "fp8_rowwise per-group (jagged cols)", "fp8_row2d whole-row pow2",
                "3d expert weights, blocked scales", "blocked3d per-expert scales", "fp8_col3d B_t colwise pow2",
                "fp8_row3d_t B_t transposed rowwise pow2"):
         assert any(r.startswith(op) for r in rows), f"{op}: no agreeing CPU peer in\n{out}"
