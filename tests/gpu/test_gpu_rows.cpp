@@ -122,3 +122,16 @@ TEST_CASE("rows kernel on the GPU: the peers' scale definitions per whole row an
     }
   CHECK(bad == 0);
 }
+
+TEST_CASE("rows kernel on the GPU: lines of no element (their scales are a zero block's), no lines, and both") {
+  MXJIT_REQUIRE_GPU();
+  int64_t bad = 0;
+  for (int axis : {1, 0})
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{5, 0}, {0, 7}, {0, 0}}) {
+      const Kernel k = jit(rowwise(DType::bf16, 2, axis));
+      std::vector<HostTensor> in;
+      in.emplace_back(DType::bf16, shape);
+      bad += check_against_reference(k, in, fmt::format("whole axis {} of [{}]", axis, fmt::join(shape, ",")), shape);
+    }
+  CHECK(bad == 0);
+}
