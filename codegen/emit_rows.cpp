@@ -235,10 +235,7 @@ void emit_line_scales(Ctx& x, const std::string& first) {
     std::string off;
     for (int a : oa) off += fmt::format("{}ix{} * P.out_stride[{}][{}]", off.empty() ? "" : " + ", a, o, a);
     if (off.empty()) off = "0";
-    const char* type = out.dtype == DType::f32 ? "float" : out.dtype == DType::bf16 ? "mx_u16" : "mx_u8";
-    std::string val = stored_scale(out, std::to_string(s));
-    if (out.dtype == DType::bf16) val = fmt::format("mx_u16(mx_f32_to_bf16_bits({}))", val);
-    x.out += fmt::format("    static_cast<{}*>(P.out[{}])[{}] = {};\n", type, o, off, val);
+    x.out += fmt::format("    static_cast<{}*>(P.out[{}])[{}] = {};\n", scale_ctype(out.dtype), o, off, stored_scale(out, std::to_string(s)));
   }
   x.out += "  }\n";
 }

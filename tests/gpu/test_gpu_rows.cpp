@@ -34,6 +34,11 @@ int64_t check(const Kernel& k, DType dt, const std::vector<int64_t>& shape, cons
   return bad;
 }
 
+ScaleDef bf16_scales(ScaleDef d) {
+  d.format = ScaleFormat::bf16;
+  return d;
+}
+
 Pipeline rowwise(DType dt, int r, int axis, F32ScaleOptions o = {}, Layout q_layout = layout::row_major()) {
   auto x = input("x", dt, rank(r));
   auto s = f32_scale(amax(blocks(x, axis, kWholeAxis)), e4m3, o);
@@ -111,7 +116,7 @@ TEST_CASE("rows kernel on the GPU: the peers' scale definitions per whole row an
       {"vllm", recipes::vllm_group(e4m3, false)},          {"vllm ue8m0", recipes::vllm_group(e4m3, true)},
       {"sglang", recipes::sglang_group(e4m3, false)},      {"te pow2", recipes::transformer_engine(e4m3, true)},
       {"te", recipes::transformer_engine(e4m3, false)},    {"torchao blockwise", recipes::torchao_blockwise(e4m3)},
-      {"deepgemm ue8m0", recipes::deepgemm(e4m3, true)}};
+      {"deepgemm ue8m0", recipes::deepgemm(e4m3, true)}, {"te bf16 scales", bf16_scales(recipes::transformer_engine(e4m3, false))}};
   for (const auto& [name, def] : defs)
     for (int axis : {1, 0}) {
       auto x = input("x", DType::bf16, rank(2));
