@@ -75,10 +75,12 @@ Pipeline blocks2d() {
   return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("q_t", mxjit::cast(e4m3, x / sc), layout::col_major()),
                    output("s", sc)});
 }
-Pipeline per_group_colwise() {
+// Per-group column scales of MoE token groups; `cm`: torchao's MoE weight-gradient form (codes
+// column-major, the multiplier rounded to a power of two).
+Pipeline per_group_colwise(bool cm = false) {
   auto x = input("x", DType::bf16, rank(2));
-  auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
-  return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("s", sc)});
+  auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3, F32ScaleOptions{cm, cm});
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc), cm ? layout::col_major() : layout::row_major()), output("s", sc)});
 }
 // torchao's Float8 rowwise cast (one FP32 multiplier per whole line along `axis`, power-of-two
 // rounded as its MoE training recipe does).
@@ -121,6 +123,8 @@ std::vector<Case> cases(const BenchOptions& o) {
     for (const auto& s : big) add("fp8 rowwise (whole rows)", [] { return whole_axis(1); }, s);
     add("fp8 colwise (whole columns)", [] { return whole_axis(0); }, {16640, 5120});
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, {16640, 5120});
+    for (const auto& s : std::vector<std::vector<int64_t>>{{16640, 5120}, {16640, 8192}})
+      add("fp8 per-group colwise G=16 col-major pow2", [] { return per_group_colwise(true); }, s);
     add("mxfp6 e2m3 dim0", [] { return format_cast(e2m3); }, sq);
     add("mxfp6 e3m2 dim0", [] { return format_cast(e3m2); }, sq);
     add("mxint8 dim0", [] { return format_cast(int8); }, sq);

@@ -9,8 +9,12 @@
 //         e[G-1] .. N | no group: codes 0
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/plan_rules.hpp"
 #include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
@@ -87,6 +91,68 @@ void emit_jagged_scalar(Ctx& x) {
                          o, ar, o, ar, o, ac);
   }
   x.out += "}\n";
+}
+
+// Pass 2 of the vector kernel for column-major codes (output o's unit axis is the group axis):
+// a thread takes R consecutive rows at a time (JaggedPlan::run_rows: 8, or 4 within 64 registers), chunks anchored
+// at multiples of R, so that a column's R codes are one aligned store (rows outside the group are
+// masked):
+//
+//   chunk rows r .. r+R-1 (r = R * floor(row_s / R) + R * (rl + j * RL)), columns c0 .. c0+7
+//   encode row by row:   cw[u] = codes of row u (8 columns)     R x 8 bytes
+//   transpose (prmt):    run[e] = codes of column e (R rows)     -> out[c0 + e][r .. r + R-1]
+//
+// `loads_row()` fills w[u][] for row ix, `row_values(in)` turns it into val[8].
+void emit_pass2_along_rows(Ctx& x, int o, const std::function<std::string()>& loads_row,
+                           const std::function<std::string(const std::string&)>& row_values) {
+  const Plan& pl = x.plan;
+  const JaggedPlan& jp = pl.jagged();
+  const int ar = pl.ax_r, ac = pl.ax_c, TC = jp.cols_per_cta / 8, RL = pl.threads / TC;
+  const bool f32 = [&] {
+    for (const InputDecl& in : x.p.inputs())
+      if (in.kind == InputDecl::tensor) return in.dtype == DType::f32;
+    return false;
+  }();
+  const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
+  // Rows per run (R, JaggedPlan::run_rows) and rows' loads in flight at once (B, the plan's
+  // rows in flight as a divisor of R): within 64 registers (ctas_per_sm > 2) at most 2, and the
+  // multipliers read from shared memory per row.
+  const bool tight = pl.ctas_per_sm > 2;
+  const int R = jp.run_rows, H = R / 4;
+  int B = std::min({jp.rows_in_flight, R, tight ? 2 : 8});
+  while (R % B) --B;
+  x.out += fmt::format("  // Pass 2 (codes column-major): chunks of {0} rows, anchored at multiples of {0}, transposed into\n"
+                       "  // {0}-byte runs of a column.\n", R);
+  x.out += fmt::format("  const mx_i64 os_r = P.out_stride[{0}][{1}], os_c = P.out_stride[{0}][{2}];\n", o, ar, ac);
+  x.out += fmt::format("  mx_u8* const ocol = static_cast<mx_u8*>(P.out[{}]) + c0 * os_c;  // column c0, row 0\n", o);
+  x.out += fmt::format("  for (mx_i64 r = (row_s & ~mx_i64({0})) + {1} * rl; r < row_e; r += {2}) {{\n", R - 1, R, R * RL);
+  x.out += fmt::format("    mx_u32 cw[{}][2];  // codes of row b + u, columns 4k .. 4k+3 in cw[b + u][k]\n", R);
+  x.out += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; b += {}) {{\n", R, B);
+  x.out += fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const mx_i64 ix = r + b + u;\n", B,
+                       f32 ? 8 : 4, B);
+  x.out += loads_row() + "    }\n";
+  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const mx_i64 ix{} = r + b + u;\n      (void)ix{};\n", B, ar, ar);
+  x.out += row_values("      ");
+  // Within 64 registers the multipliers come from shared memory row by row (8 fewer live).
+  if (tight) x.out += "      float mult0[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
+  emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); }, "      ", true);
+  x.out += "      cw[b + u][0] = wd[0];\n      cw[b + u][1] = wd[1];\n    }\n    }\n";
+  x.out += fmt::format("    // 4 x 4 byte transposes: run[e][h] = column e's codes of rows 4h .. 4h+3.\n    mx_u32 run[8][{}];\n", H);
+  x.out += fmt::format("#pragma unroll\n    for (int h = 0; h < {}; ++h) {{\n#pragma unroll\n      for (int k = 0; k < 2; ++k) {{\n", H);
+  x.out += "        const mx_u32 a0 = cw[4 * h][k], a1 = cw[4 * h + 1][k], a2 = cw[4 * h + 2][k], a3 = cw[4 * h + 3][k];\n";
+  x.out += "        const mx_u32 t0 = __byte_perm(a0, a1, 0x5140u), t1 = __byte_perm(a2, a3, 0x5140u);  // bytes 0, 1 interleaved\n";
+  x.out += "        const mx_u32 t2 = __byte_perm(a0, a1, 0x7362u), t3 = __byte_perm(a2, a3, 0x7362u);  // bytes 2, 3\n";
+  x.out += "        run[4 * k][h] = __byte_perm(t0, t1, 0x5410u);\n        run[4 * k + 1][h] = __byte_perm(t0, t1, 0x7632u);\n";
+  x.out += "        run[4 * k + 2][h] = __byte_perm(t2, t3, 0x5410u);\n        run[4 * k + 3][h] = __byte_perm(t2, t3, 0x7632u);\n      }\n    }\n";
+  x.out += fmt::format("    const bool whole = r >= row_s && r + {} <= row_e && os_r == 1;\n", R);
+  // One pointer stepped across the columns (eight hoisted column pointers would cost 16 registers).
+  x.out += "    mx_u8* ob = ocol + r * os_r;\n";
+  x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e, ob += os_c) {\n      if (c0 + e >= n_c) continue;\n";
+  x.out += R == 16  ? "      if (whole && mx_aligned16(ob)) {\n        mx_st16(ob, mx_v16{run[e][0], run[e][1], run[e][2], run[e][3]});\n"
+            : R == 8 ? "      if (whole && (reinterpret_cast<mx_u64>(ob) & 7u) == 0) {\n        *reinterpret_cast<uint2*>(ob) = make_uint2(run[e][0], run[e][1]);\n"
+                     : "      if (whole && (reinterpret_cast<mx_u64>(ob) & 3u) == 0) {\n        *reinterpret_cast<mx_u32*>(ob) = run[e][0];\n";
+  x.out += fmt::format("      }} else {{\n#pragma unroll\n        for (int u = 0; u < {}; ++u)\n", R);
+  x.out += "          if (r + u >= row_s && r + u < row_e) ob[u * os_r] = mx_u8(run[e][u >> 2] >> (8 * (u & 3)));\n      }\n    }\n  }\n";
 }
 
 // The vector kernel: a CTA owns one group and W = tile_c columns; a thread owns 8 neighbouring
@@ -196,6 +262,23 @@ void emit_jagged_vector(Ctx& x) {
     l += f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n";
     l += "      }\n    }\n";
     return l;
+  };
+  // Row ix (in scope, `u` its slot) into w[u][] (6-space indent): from the cache below row_c,
+  // else from memory; zeros outside the group [row_s, row_e) and past the last column.
+  auto loads_row = [&]() {
+    std::string l = "      const bool in_g = ix >= row_s && ix < row_e;\n      if (in_g && ix < row_c) {\n";
+    for (int h = 0; h < NW / 4; ++h)
+      l += fmt::format("        {{ const mx_v16 v = cache[{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
+                       plus(fmt::format("(ix - row_s) * {} + {}", TCW, times("tc", NW / 4)), h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+    l += fmt::format("      }} else if (in_g && cols_full) {{\n        const {}* const p = src + ix * in_sr;\n", et);
+    for (int h = 0; h < NW / 4; ++h)
+      l += fmt::format("        {{ const mx_v16 v = mx_ld16({0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
+                       plus("p", 4 * h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+    l += fmt::format("      }} else {{\n#pragma unroll\n        for (int e = 0; e < {}; ++e) w[u][e] = 0u;\n", NW);
+    l += fmt::format("        const {}* const p = src + ix * in_sr;\n", et);
+    l += "        if (in_g) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ";
+    l += f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n";
+    return l + "      }\n";
   };
   // The element values of row u into x<k>[8], then val[8] (the root, unguarded: register leaves);
   // rows from `end` on are skipped.
@@ -344,13 +427,19 @@ void emit_jagged_vector(Ctx& x) {
                          nan_code(q->elem));
     break;  // one quantize (the plan's rule for jagged groups); 8-bit codes (FP4 needs fixed blocks)
   }
+  std::vector<int> code_outs;
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::elems) code_outs.push_back(o);
+  if (jagged_codes_along_rows(x.p, pl)) {
+    emit_pass2_along_rows(x, code_outs.at(0), loads_row, row_values);
+    if (K > 1) x.out += "  mx_cluster_wait();\n";
+    x.out += "}\n";
+    return;
+  }
   // Pass 2. (a) Where the thread's 8 codes of a row are one aligned 8-byte store (one code
   // output, all 8 columns inside): the cached rows, then the others (re-read from global memory),
   // from stepped pointers. (b) Otherwise the general loop, every row.
   x.out += "  // Pass 2: the same rows again, scaled and encoded.\n  mx_i64 r2 = row_s + rl;  // (b)'s first row\n";
-  std::vector<int> code_outs;
-  for (int o = 0; o < int(x.p.outputs().size()); ++o)
-    if (x.p.outputs()[size_t(o)].kind == OutputKind::elems) code_outs.push_back(o);
   if (code_outs.size() == 1 && !x.v.quantizes[size_t(x.v.output_index[size_t(code_outs[0])])]->elem.packed()) {
     const int o = code_outs[0];
     const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];

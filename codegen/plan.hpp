@@ -109,6 +109,9 @@ struct JaggedPlan {
   int cached_rows_per_step = 4;  ///< cached rows read back per loop step (2 within 64 registers)
   int rows_in_flight = 8;       ///< rows a thread keeps in flight through registers
   int cluster = 1;              ///< CTAs splitting each group's rows (a thread-block cluster, sm_90+)
+  /// Column-major codes: rows a thread encodes and transposes at a time, one store of a column's
+  /// run (4, 8 or 16 bytes); 0 for row-major codes.
+  int run_rows = 0;
 };
 
 /// One field of the kernel's parameter block (every word 8 bytes), in MxParams order.

@@ -239,10 +239,19 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // Shared memory caps CTAs per SM at ctas_per_sm and, beyond the reduction's arrays, caches the
   // first cached_rows rows of the CTA's group for the second pass; the rest are re-read (from L2
   // while few CTAs run).
-  j.cols_per_cta = s.tile_cols ? s.tile_cols : 64;
+  // Column-major codes: 32 columns per CTA, so that a warp's runs of one column meet in 128
+  // bytes (docs/perf-log.md, jagged column-major codes).
+  const bool along_rows = jagged_codes_along_rows(p, plan);
+  j.cols_per_cta = s.tile_cols ? s.tile_cols : along_rows ? 32 : 64;
   plan.threads = s.threads ? s.threads : 256;
   j.cluster = s.cluster ? s.cluster : 1;
   plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (j.cluster > 1 ? 4 : 2);
+  // Runs of 8 rows (8-byte stores; 16 measured slower), or 4 within 64 registers (more spill).
+  j.run_rows = !along_rows ? 0 : s.rows_per_thread ? s.rows_per_thread : plan.ctas_per_sm > 2 ? 4 : 8;
+  if (!along_rows && s.rows_per_thread)
+    throw UsageError(fmt::format("schedule: rows_per_thread {} applies to the jagged kernel's column-major codes only", s.rows_per_thread));
+  if (along_rows && j.run_rows != 4 && j.run_rows != 8 && j.run_rows != 16)
+    throw UsageError(fmt::format("schedule: rows_per_thread {} of the jagged kernel's column-major codes must be 4, 8 or 16", j.run_rows));
   int esize = 2;
   bool f16 = false;
   for (const InputDecl& in : p.inputs())

@@ -196,9 +196,24 @@ bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& pla
     ++tensors;
   }
   if (tensors != 1 || v.roots.size() != 1 || !register_leaves(v.roots[0])) return false;
+  // Codes row-major (along the columns, 8 at a time), or one 8-bit code output column-major (8
+  // rows of a column at a time: jagged_codes_along_rows).
+  int along_c = 0, along_r = 0, other = 0;
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    if (p.outputs()[o].kind != OutputKind::elems) continue;
+    const int unit = p.outputs()[o].layout.order(p.rank()).back();
+    const bool bytes = !v.quantizes[size_t(v.output_index[o])]->elem.packed();
+    if (unit == plan.ax_c) ++along_c;
+    else if (unit == plan.ax_r && bytes) ++along_r;
+    else ++other;
+  }
+  return other == 0 && (along_r == 0 || (along_r == 1 && along_c == 0));
+}
+
+bool jagged_codes_along_rows(const Pipeline& p, const Plan& plan) {
   for (const Output& o : p.outputs())
-    if (o.kind == OutputKind::elems && o.layout.order(p.rank()).back() != plan.ax_c) return false;
-  return true;
+    if (o.kind == OutputKind::elems && o.layout.order(p.rank()).back() == plan.ax_r) return true;
+  return false;
 }
 
 Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit fit) {
@@ -219,7 +234,7 @@ Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit f
   field("threads", &Schedule::threads, 0, direct || tiled || jv || rows);
   field("ctas_per_sm", &Schedule::ctas_per_sm, 0, direct || tiled || columns || jv || rows);
   field("hoist_loads", &Schedule::hoist_loads, -1, tiled);
-  field("rows_per_thread", &Schedule::rows_per_thread, 0, tiled || columns);
+  field("rows_per_thread", &Schedule::rows_per_thread, 0, tiled || columns || jv);
   field("chunks_per_thread", &Schedule::chunks_per_thread, 0, direct || rows);
   field("rows_in_flight", &Schedule::rows_in_flight, 0, jv);
   field("cluster", &Schedule::cluster, 0, jv);

@@ -35,8 +35,13 @@ bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan);
 /// and scales as outputs, codes stored along their block axis.
 bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
 /// True when the jagged vector kernel applies: one bf16/f16/f32 tensor input read with 16-byte
-/// loads along ax_c, a root computed from registers only, codes stored along ax_c.
+/// loads along ax_c, a root computed from registers only, codes stored along ax_c (any number of
+/// outputs) or one 8-bit code output stored along ax_r (column-major, as grouped GEMMs' weight
+/// gradients read it).
 bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
+/// True when the jagged kernel's code output is column-major (its unit-stride axis is ax_r): the
+/// vector kernel's second pass then runs 8 rows of a column at a time.
+bool jagged_codes_along_rows(const Pipeline& p, const Plan& plan);
 
 /// The schedule `s` with the fields that kind `k` (`jagged_vector`: the jagged kind's vector
 /// kernel) does not take removed; with Fit::exact, such a field is a UsageError naming it and the

@@ -72,9 +72,41 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1)) == 0);
     CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1), c4) == 0);
   }
-  // Column-major input, codes written column-major, groups along the unit-stride axis: scalar.
+  // Column-major input (groups along the unit-stride axis): scalar.
   CHECK(!generate(jagged(DType::bf16, e4m3, true), t, order(0)).plan.jagged().vector);
-  CHECK(!generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1)).plan.jagged().vector);
+  // Codes column-major (the weight gradient's operand): the vector kernel, its second pass 8 rows
+  // of a column at a time, transposed in registers into aligned 8-byte runs.
+  for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+    CAPTURE(dtype_name(dt));
+    const Pipeline cm = jagged(dt, e4m3, true, 0, layout::col_major());
+    const GeneratedKernel k = generate(cm, t, order(1));
+    CHECK(k.plan.jagged().vector);
+    // 32 columns per CTA, runs of 8 rows: a warp's stores of one column meet in 64 bytes.
+    CHECK(k.plan.jagged().cols_per_cta == 32);
+    CHECK(k.plan.jagged().run_rows == 8);
+    CHECK(k.source.find("Pass 2 (codes column-major)") != std::string::npos);
+    CHECK(k.source.find("__byte_perm") != std::string::npos);
+    CHECK(k.source.find("*reinterpret_cast<uint2*>(ob) = make_uint2(run[e][0], run[e][1]);") != std::string::npos);
+    CHECK(test::spill_bytes(cm, order(1)) == 0);
+    const Schedule r16{.tile_cols = 64, .rows_per_thread = 16};
+    CHECK(generate(cm, t, order(1), r16).source.find("mx_st16(ob, mx_v16{run[e][0], run[e][1], run[e][2], run[e][3]});") != std::string::npos);
+    CHECK(test::spill_bytes(cm, order(1), r16) == 0);
+    // Within 64 registers (a cluster's 4 CTAs per SM) runs of 4 rows; FP32 inputs spill there
+    // (40 bytes with CUDA 13's ptxas), a tuning the tuner measures rather than a default.
+    if (dt != DType::f32) CHECK(test::spill_bytes(cm, order(1), Schedule{.cluster = 4}) == 0);
+    CHECK(generate(cm, t, order(1), Schedule{.cluster = 4}).source.find("*reinterpret_cast<mx_u32*>(ob) = run[e][0];") != std::string::npos);
+  }
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1), Schedule{.rows_per_thread = 12}),
+                       doctest::Contains("rows_per_thread 12 of the jagged kernel's column-major codes must be 4, 8 or 16"), UsageError);
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), Schedule{.rows_per_thread = 8}),
+                       doctest::Contains("rows_per_thread 8 applies to the jagged kernel's column-major codes only"), UsageError);
+  // Two code outputs, one of them column-major: scalar (the column-major pass stores one).
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    Scale s = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
+    const Pipeline two = pipeline({output("q", cast(e4m3, x / s), layout::col_major()), output("r", cast(e4m3, x / s)), output("s", s)});
+    CHECK(!generate(two, t, order(1)).plan.jagged().vector);
+  }
   CHECK(!generate(jagged(DType::bf16, e4m3, true, 1), t, order(1)).plan.jagged().vector);
   CHECK(generate(jagged(DType::bf16, e4m3, true, 1, layout::col_major()), t, order(0)).plan.jagged().vector);
   // FP4 codes cannot pack pairs across jagged groups: refused when the pipeline is built.
@@ -140,6 +172,15 @@ TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a" * docte
   vs.push_back({"groups along columns", jagged(DType::bf16, e4m3, true, 1), order(1)});
   vs.push_back({"groups along columns, col-major", jagged(DType::bf16, e4m3, true, 1, layout::col_major()), order(0)});
   vs.push_back({"col-major codes", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1)});
+  vs.push_back({"col-major codes, f32 e5m2", jagged(DType::f32, e5m2, false, 0, layout::col_major()), order(1)});
+  vs.push_back({"col-major codes, prologue", jagged(DType::bf16, e4m3, false, 0, layout::col_major(), true), order(1)});
+  vs.push_back({"col-major codes, stochastic rounding",
+                jagged(DType::bf16, e4m3, false, 0, layout::col_major(), false, Round::stochastic), order(1)});
+  vs.push_back({"col-major codes, int8", jagged(DType::f16, int8, false, 0, layout::col_major()), order(1)});
+  vs.push_back({"col-major codes, cluster 2", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1), Schedule{.cluster = 2}});
+  for (int r : {4, 16})
+    vs.push_back({fmt::format("col-major codes, runs of {}", r), jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1),
+                  Schedule{.rows_per_thread = r}});
   for (int k : {2, 4, 8}) {  // clusters (sm_100a has them too)
     vs.push_back({fmt::format("cluster {}", k), jagged(DType::f32, e5m2, false, 0), order(1), Schedule{.cluster = k}});
   }

@@ -641,7 +641,8 @@ TEST_CASE("jagged MoE token groups: per-group per-column scales, any group sizes
 TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column tails, tunings") {
   MXJIT_REQUIRE_GPU();
   // Row-major input, codes along the rows: the 16-byte-load kernel (two passes per CTA).
-  auto make = [](DType dt, ElemFormat f, int kind) {
+  // Codes row-major, or column-major (the second pass in runs of 8 rows of a column).
+  auto make = [](DType dt, ElemFormat f, int kind, bool cm) {
     auto x = input("x", dt, rank(2));
     Expr v = kind == 3 ? gelu(x * 0.75, Gelu::tanh) : Expr(x);
     Scale s = kind == 0 ? f32_scale(amax(groups(v, 0, offsets("offs"))), f)
@@ -650,7 +651,7 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
     o.seed = 7;
     o.flush_subnormals = kind == 4;  // the group maxima (two 16-bit lanes at a time) flushed
     const Round rnd = kind == 2 ? Round::stochastic : Round::nearest_even;
-    return pipeline({output("q", cast(f, v / s, rnd, Saturate::finite, o)), output("s", s)});
+    return pipeline({output("q", cast(f, v / s, rnd, Saturate::finite, o), cm ? layout::col_major() : layout::row_major()), output("s", s)});
   };
   struct Case { DType dt; ElemFormat f; int kind; };
   const Case cases[] = {{DType::bf16, e4m3, 0}, {DType::f16, e4m3, 1}, {DType::f32, e5m2, 0},
@@ -665,9 +666,12 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
   const std::vector<std::array<int64_t, 2>> widths = {{96, 0}, {77, 0}, {520, 0}, {77, 80}, {67, 72}};
   const bool clusters = current_target().sm() >= 90;
   int n = 0;
-  for (size_t ci = 0; ci < std::size(cases); ++ci) {
-    const Case& c = cases[ci];
-    const Pipeline p = make(c.dt, c.f, c.kind);
+  for (size_t ci = 0; ci < 2 * std::size(cases); ++ci) {
+    // Column-major codes from ci = |cases| on: 1104 rows (a column's runs 8-byte aligned; 1100
+    // rows, odd columns' runs start 4 bytes off: stored byte by byte).
+    const bool cm = ci >= std::size(cases);
+    const Case& c = cases[ci % std::size(cases)];
+    const Pipeline p = make(c.dt, c.f, c.kind, cm);
     std::vector<Schedule> tunings(1);
     auto tune = [&](int w, int th, int u, int mb, int k) {
       if (k > 1 && !clusters) return;
@@ -677,15 +681,19 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
     // ~100 rows at 8 CTAs/SM to ~870 at 1, so groups of 1000 rows take both second-pass paths)
     // x CTAs per group (a cluster, sm_90+): with 2, a CTA's part of a 1000-row group overflows
     // its 418-row cache; 4 is the cluster's own default tuning.
-    if (ci == 0)
+    if (ci % std::size(cases) == 0)
       for (auto [w, th, u, mb, k] : {std::array{128, 512, 3, 1, 0}, std::array{256, 64, 1, 1, 0}, std::array{32, 256, 5, 8, 2},
                                      std::array{64, 256, 0, 0, 4}, std::array{64, 128, 4, 4, 8}})
         tune(w, th, u, mb, k);
+    if (cm && ci % std::size(cases) == 0) {  // column-major runs of 16 and 4 rows, 64 columns per CTA
+      tunings.push_back(Schedule{.tile_cols = 64, .rows_per_thread = 16});
+      tunings.push_back(Schedule{.tile_cols = 64, .rows_per_thread = 4});
+    }
     // f16 and f32 (other cp.async byte counts; two chunks a row of f32): a smaller cache (4
     // CTAs/SM: 428 f16 rows, 214 f32), clusters of 2 (8 CTAs/SM: 418 / 209 rows a CTA) and of 4
     // at the cluster's default CTAs/SM and unroll with 128 columns (202 / 101 rows a CTA): the
     // 250- and 500-row parts of the 1000-row group run past each CTA's cache.
-    if (c.dt != DType::bf16) {
+    if (c.dt != DType::bf16 && !cm) {
       tune(64, 256, 0, 4, 0);
       tune(32, 256, 2, 8, 2);
       tune(128, 256, 0, 0, 4);
@@ -694,8 +702,9 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
       Kernel k = jit(p, current_target(), t);
       for (const auto& ends : group_ends)
         for (auto [cols, stride] : widths) {
+          const int64_t rows = cm && n % 2 == 0 ? 1104 : 1100;
           std::vector<HostTensor> in;
-          in.emplace_back(c.dt, std::vector<int64_t>{1100, cols}, stride ? std::vector<int64_t>{stride, 1} : std::vector<int64_t>{});
+          in.emplace_back(c.dt, std::vector<int64_t>{rows, cols}, stride ? std::vector<int64_t>{stride, 1} : std::vector<int64_t>{});
           fill_random(in.back(), uint64_t(n + 300), n % 3 == 1);
           if (c.kind == 4) {
             // Rows 32..64 subnormal or zero (either sign): the 33-row group of the first ends holds
@@ -710,9 +719,9 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
           }
           in.emplace_back(DType::i32, std::vector<int64_t>{int64_t(ends.size())});
           std::memcpy(in.back().bytes.data(), ends.data(), ends.size() * 4);
-          CHECK(check_against_reference(k, in, fmt::format("vector groups {} {} kind {} {} cols {} stride {}", dtype_name(c.dt),
-                                                           c.f.str(), c.kind, t.str(), cols, stride),
-                                        {1100, cols}, int64_t(ends.size())) == 0);
+          CHECK(check_against_reference(k, in, fmt::format("vector groups {} {} kind {} {} cols {} stride {} rows {}{}", dtype_name(c.dt),
+                                                           c.f.str(), c.kind, t.str(), cols, stride, rows, cm ? " col-major codes" : ""),
+                                        {rows, cols}, int64_t(ends.size())) == 0);
           ++n;
         }
     }
