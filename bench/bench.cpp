@@ -20,7 +20,8 @@ struct Case {
   std::string name;
   std::function<Pipeline()> make;
   std::vector<int64_t> shape;
-  enum class Input { row_major, col_major, sliced } input = Input::row_major;
+  /// expert_col_major: rank 3 (E, K, N) with K unit-stride, as MoE expert weights B_t are stored.
+  enum class Input { row_major, col_major, sliced, expert_col_major } input = Input::row_major;
   std::vector<int64_t> check_shape;  // small shape checked against the reference first
 };
 
@@ -84,10 +85,10 @@ Pipeline per_group_colwise(bool cm = false) {
 }
 // torchao's Float8 rowwise cast (one FP32 multiplier per whole line along `axis`, power-of-two
 // rounded as its MoE training recipe does).
-Pipeline whole_axis(int axis) {
-  auto x = input("x", DType::bf16, rank(2));
+Pipeline whole_axis(int axis, int r = 2, Layout q = layout::row_major()) {
+  auto x = input("x", DType::bf16, rank(r));
   auto sc = f32_scale(amax(blocks(x, axis, kWholeAxis)), e4m3, {true, true});
-  return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("s", sc)});
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc), q), output("s", sc)});
 }
 Pipeline dequant() {
   Expr d = dequantize("q", "s", e4m3, ScaleFormat::e8m0, rank(2), 1, 32);
@@ -121,7 +122,15 @@ std::vector<Case> cases(const BenchOptions& o) {
     }
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, sq);
     for (const auto& s : big) add("fp8 rowwise (whole rows)", [] { return whole_axis(1); }, s);
-    add("fp8 colwise (whole columns)", [] { return whole_axis(0); }, {16640, 5120});
+    for (const auto& s : big) add("fp8 colwise (whole columns)", [] { return whole_axis(0); }, s);
+    // torchao's MoE expert weights B_t (E, K, N), K unit-stride: colwise over K (codes in B_t's
+    // layout) and the transposed rowwise over N (codes along N).
+    add("fp8 3-D colwise (whole K)", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, {16, 5120, 8192},
+        Case::Input::expert_col_major);
+    add("fp8 3-D transposed rowwise (whole N)", [] { return whole_axis(2, 3); }, {16, 5120, 8192}, Case::Input::expert_col_major);
+    // The same kernel on contiguous inputs (lines along N unit-stride, K whole, codes along K),
+    // where a schedule applies exactly: what `--schedule` tunes for the transposed rowwise.
+    add("fp8 3-D across, codes along whole K", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, {16, 8192, 5120});
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, {16640, 5120});
     for (const auto& s : std::vector<std::vector<int64_t>>{{16640, 5120}, {16640, 8192}})
       add("fp8 per-group colwise G=16 col-major pow2", [] { return per_group_colwise(true); }, s);
@@ -253,6 +262,8 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
     int64_t span = numel(s);
     if (in_kind == Case::Input::col_major && s.size() == 2) {
       strides = {1, s[0]};
+    } else if (in_kind == Case::Input::expert_col_major && s.size() == 3) {
+      strides = {s[1] * s[2], 1, s[1]};
     } else if (in_kind == Case::Input::sliced && s.size() == 2) {
       strides = {2 * s[1], 1};  // every row of a twice-as-wide tensor, half of each row
       span = 2 * numel(s);

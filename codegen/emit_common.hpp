@@ -141,6 +141,9 @@ void emit_jagged_kernel(Ctx& x);
 void emit_columns_kernel(Ctx& x);
 /// The whole rows kernel body (whole-axis blocks: a line's amax before its codes).
 void emit_rows_kernel(Ctx& x);
+/// The rows kernel's across form on 16-byte columns (RowsPlan::columns): the jagged vector
+/// kernel with the whole axis as its one group (emit_jagged.cpp).
+void emit_whole_columns_kernel(Ctx& x);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);
 /// The pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target: hardware

@@ -22,14 +22,24 @@ namespace mxjit::detail {
 
 namespace {
 
-// Stores the scale of group g, column c (scale_from_amax's byte/sval) into every scales output,
-// where `cond` holds.
-void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind) {
+// " + ix<b> * P.<what>_stride[i][b]" over the axes other than ax_r and ax_c (the grid rows of
+// the whole-axis form; none for jagged groups).
+std::string batch_offset(const Ctx& x, const char* what, int i) {
+  std::string s;
+  for (int a = 0; a < x.plan.rank; ++a)
+    if (a != x.plan.ax_r && a != x.plan.ax_c) s += fmt::format(" + ix{} * P.{}_stride[{}][{}]", a, what, i, a);
+  return s;
+}
+
+// Stores the scale of group g (the whole axis: its one block), column c (scale_from_amax's
+// byte/sval) into every scales output, where `cond` holds.
+void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind, bool whole = false) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::scales) continue;
-    x.out += fmt::format("{}if ({}) static_cast<{}*>(P.out[{}])[g * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = {};\n", ind, cond,
-                         scale_ctype(out.dtype), o, o, x.plan.ax_r, o, x.plan.ax_c, stored_scale(out, ""));
+    const std::string row = whole ? "" : fmt::format("g * P.out_stride[{}][{}] + ", o, x.plan.ax_r);
+    x.out += fmt::format("{}if ({}) static_cast<{}*>(P.out[{}])[{}c * P.out_stride[{}][{}]{}] = {};\n", ind, cond, scale_ctype(out.dtype), o,
+                         row, o, x.plan.ax_c, batch_offset(x, "out", o), stored_scale(out, ""));
   }
 }
 
@@ -103,10 +113,9 @@ void emit_jagged_scalar(Ctx& x) {
 //   transpose (prmt):    run[e] = codes of column e (R rows)     -> out[c0 + e][r .. r + R-1]
 //
 // `loads_row()` fills w[u][] for row ix, `row_values(in)` turns it into val[8].
-void emit_pass2_along_rows(Ctx& x, int o, const std::function<std::string()>& loads_row,
+void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::function<std::string()>& loads_row,
                            const std::function<std::string(const std::string&)>& row_values) {
   const Plan& pl = x.plan;
-  const JaggedPlan& jp = pl.jagged();
   const int ar = pl.ax_r, ac = pl.ax_c, TC = jp.cols_per_cta / 8, RL = pl.threads / TC;
   const bool f32 = [&] {
     for (const InputDecl& in : x.p.inputs())
@@ -124,7 +133,7 @@ void emit_pass2_along_rows(Ctx& x, int o, const std::function<std::string()>& lo
   x.out += fmt::format("  // Pass 2 (codes column-major): chunks of {0} rows, anchored at multiples of {0}, transposed into\n"
                        "  // {0}-byte runs of a column.\n", R);
   x.out += fmt::format("  const mx_i64 os_r = P.out_stride[{0}][{1}], os_c = P.out_stride[{0}][{2}];\n", o, ar, ac);
-  x.out += fmt::format("  mx_u8* const ocol = static_cast<mx_u8*>(P.out[{}]) + c0 * os_c;  // column c0, row 0\n", o);
+  x.out += fmt::format("  mx_u8* const ocol = static_cast<mx_u8*>(P.out[{}]) + (c0 * os_c{});  // column c0, row 0\n", o, batch_offset(x, "out", o));
   x.out += fmt::format("  for (mx_i64 r = (row_s & ~mx_i64({0})) + {1} * rl; r < row_e; r += {2}) {{\n", R - 1, R, R * RL);
   x.out += fmt::format("    mx_u32 cw[{}][2];  // codes of row b + u, columns 4k .. 4k+3 in cw[b + u][k]\n", R);
   x.out += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; b += {}) {{\n", R, B);
@@ -190,17 +199,18 @@ void emit_pass2_along_rows(Ctx& x, int o, const std::function<std::string()>& lo
 //                                                        pass 2 over part q (rank 0 stores scales)
 // Each CTA then caches a K-th of the group, so K times more CTAs fit an SM: pass-1 loads of some
 // overlap pass-2 stores of others.
-void emit_jagged_vector(Ctx& x) {
+//
+// `whole`: the rows kernel's across form (RowsPlan::columns), the same two passes with the whole
+// axis as the one group (rows 0 .. n_r) and grid row g the index of the other axes, row-major.
+void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
-  const int koff = x.p.input_index(block_of(sn).offsets);
   const int ar = pl.ax_r, ac = pl.ax_c;
   int k = -1;
   for (size_t i = 0; i < x.p.inputs().size(); ++i)
     if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   const bool f32 = dt == DType::f32;
-  const JaggedPlan& jp = pl.jagged();
   const int W = jp.cols_per_cta, TC = W / 8, RL = pl.threads / TC, U = jp.rows_in_flight, NW = f32 ? 8 : 4, CR = jp.cached_rows;
   const int TCW = TC * NW / 4;  // 16-byte chunks per cached row
   const int NWARP = pl.threads / 32;
@@ -221,14 +231,25 @@ void emit_jagged_vector(Ctx& x) {
   // The CTA's column tile, and (with a cluster) its rank = its part of the group's rows.
   x.out += K > 1 ? fmt::format("  const unsigned bx = blockIdx.x / {0}, q = blockIdx.x % {0};  // q: the rank in the cluster\n", K)
                  : "  const unsigned bx = blockIdx.x;\n";
-  x.out += fmt::format("  const int* const ends = static_cast<const int*>(P.in[{}]);\n", koff);
   x.out += fmt::format("  const mx_i64 G = P.tiles_r, g = blockIdx.y, n_r = P.shape[{}], n_c = P.shape[{}];\n", ar, ac);
-  // Offsets are trusted on the GPU (no host round trip to validate them): clamped into range.
-  x.out += "  mx_i64 row_s = g == 0 ? 0 : mx_i64(ends[g - 1]), row_e = g < G ? mx_i64(ends[g]) : n_r;\n";
-  x.out += "  row_s = row_s < 0 ? 0 : (row_s > n_r ? n_r : row_s);\n";
-  x.out += "  row_e = row_e < row_s ? row_s : (row_e > n_r ? n_r : row_e);\n";
+  if (whole) {
+    x.out += "  mx_i64 row_s = 0, row_e = n_r;  // the whole axis: one group\n";
+    std::vector<int> batch;
+    for (int a = 0; a < pl.rank; ++a)
+      if (a != ar && a != ac) batch.push_back(a);
+    if (!batch.empty()) x.out += "  mx_i64 rest_ = g;  // the other axes' indices\n";
+    for (auto it = batch.rbegin(); it != batch.rend(); ++it)
+      x.out += fmt::format("  const mx_i64 ix{0} = rest_ % P.shape[{0}];\n  rest_ /= P.shape[{0}];\n", *it);
+  } else {
+    x.out += fmt::format("  const int* const ends = static_cast<const int*>(P.in[{}]);\n", x.p.input_index(block_of(sn).offsets));
+    // Offsets are trusted on the GPU (no host round trip to validate them): clamped into range.
+    x.out += "  mx_i64 row_s = g == 0 ? 0 : mx_i64(ends[g - 1]), row_e = g < G ? mx_i64(ends[g]) : n_r;\n";
+    x.out += "  row_s = row_s < 0 ? 0 : (row_s > n_r ? n_r : row_s);\n";
+    x.out += "  row_e = row_e < row_s ? row_s : (row_e > n_r ? n_r : row_e);\n";
+  }
   if (K > 1) {
-    x.out += fmt::format("  {{  // this CTA's part of the rows\n    const mx_i64 ch = (row_e - row_s + {}) / {};\n", K - 1, K);
+    // Parts of a multiple of 16 rows: column-major runs stay whole across the parts' borders.
+    x.out += fmt::format("  {{  // this CTA's part of the rows\n    const mx_i64 ch = ((row_e - row_s + {}) / {} + 15) & ~mx_i64(15);\n", K - 1, K);
     x.out += "    const mx_i64 s_ = row_s + q * ch < row_e ? row_s + q * ch : row_e;\n";
     x.out += "    row_e = s_ + ch < row_e ? s_ + ch : row_e;\n    row_s = s_;\n  }\n";
   }
@@ -236,7 +257,7 @@ void emit_jagged_vector(Ctx& x) {
   x.out += fmt::format("  const mx_i64 c0 = mx_i64(bx) * {} + tc * 8;  // this thread's columns c0 .. c0+7 (axis {})\n", W, ac);
   x.out += "  const bool cols_full = c0 + 8 <= n_c;\n";
   const char* et = f32 ? "float" : "mx_u16";
-  x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + c0;\n", et, k);
+  x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + (c0{2});\n", et, k, batch_offset(x, "in", k));
   x.out += fmt::format("  const mx_i64 in_sr = P.in_stride[{}][{}];\n", k, ar);
   // U rows of 8 columns into w[u][] (zeros outside), all issued before any is used; rows below
   // tile_r come from the cache in pass 2 (`cached`; pass 1 filled it with cp.async).
@@ -409,7 +430,7 @@ void emit_jagged_vector(Ctx& x) {
   x.out += scale_from_amax(sn, "    ");
   x.out += "    if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
   x.out += fmt::format("    const mx_i64 c = mx_i64(bx) * {} + cw;\n", W);
-  store_group_scales(x, K > 1 ? "q == 0 && g < G && c < n_c" : "g < G && c < n_c", "    ");
+  store_group_scales(x, K > 1 ? "q == 0 && g < G && c < n_c" : "g < G && c < n_c", "    ", whole);
   x.out += "    s_mult[cw] = mult;\n    s_flag[cw] = flag;\n  }\n";
   // Done reading the others' part[]: arrive now, wait at the end (a CTA's shared memory must
   // outlive the cluster's reads of it).
@@ -431,7 +452,7 @@ void emit_jagged_vector(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::elems) code_outs.push_back(o);
   if (jagged_codes_along_rows(x.p, pl)) {
-    emit_pass2_along_rows(x, code_outs.at(0), loads_row, row_values);
+    emit_pass2_along_rows(x, jp, code_outs.at(0), loads_row, row_values);
     if (K > 1) x.out += "  mx_cluster_wait();\n";
     x.out += "}\n";
     return;
@@ -449,7 +470,8 @@ void emit_jagged_vector(Ctx& x) {
       x.out += fmt::format("{}*reinterpret_cast<uint2*>({}) = make_uint2(wd[0], wd[1]);\n", in, ptr);
     };
     x.out += fmt::format("  {{  // (a)\n    const mx_i64 os_r = P.out_stride[{}][{}];\n", o, ar);
-    x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{0}]) + (row_s + rl) * os_r + c0 * P.out_stride[{0}][{1}];\n", o, ac);
+    x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{0}]) + ((row_s + rl) * os_r + c0 * P.out_stride[{0}][{1}]{2});\n", o, ac,
+                         batch_offset(x, "out", o));
     x.out += fmt::format("    if (cols_full && P.out_stride[{}][{}] == 1 && ((reinterpret_cast<mx_u64>(ob) | mx_u64(os_r)) & 7u) == 0) {{\n", o, ac);
     x.out += fmt::format("      const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
     x.out += fmt::format("      for (int i = 0; i < n_cached; ++i, d += {}, ob += {} * os_r) {{\n", RL * TCW, RL);
@@ -489,8 +511,20 @@ void emit_jagged_vector(Ctx& x) {
 }  // namespace
 
 void emit_jagged_kernel(Ctx& x) {
-  if (x.plan.jagged().vector) emit_jagged_vector(x);
+  if (x.plan.jagged().vector) emit_jagged_vector(x, x.plan.jagged(), false);
   else emit_jagged_scalar(x);
+}
+
+void emit_whole_columns_kernel(Ctx& x) {
+  const RowsPlan& r = x.plan.rows();
+  // The jagged kernel's axes: rows along the whole axis, columns along the across axis.
+  Plan cp = x.plan;
+  cp.ax_r = x.plan.ax_c;
+  cp.ax_c = r.across_axis;
+  Ctx y{x.p, x.target, x.sc, cp, x.v, {}, x.vec};
+  y.direct = true;
+  emit_jagged_vector(y, *r.columns, true);
+  x.out += y.out;
 }
 
 }  // namespace mxjit::detail

@@ -322,6 +322,7 @@ void emit_across_kernel(Ctx& x) {
 
 void emit_rows_kernel(Ctx& x) {
   const Plan& pl = x.plan;
+  if (pl.rows().columns) return emit_whole_columns_kernel(x);
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.ctas_per_sm,
                        pl.kernel_name);
   if (pl.rows().across_axis >= 0) emit_across_kernel(x);

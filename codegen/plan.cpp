@@ -82,13 +82,14 @@ struct KindText {
                        int(c.codes_staged), int(c.lines_padded), int(c.bulk_copy_out), bits(c.scatter_scales));
   }
   std::string operator()(const RowsPlan& r) const {
+    if (r.columns) return fmt::format("rows: across_axis={} on columns ({})", r.across_axis, (*this)(*r.columns));
     return fmt::format("rows: chunks_per_thread={} across_axis={} strided_codes={}", r.chunks_per_thread, r.across_axis,
                        bits(r.strided_codes));
   }
   std::string operator()(const JaggedPlan& j) const {
     if (!j.vector) return "jagged: scalar (one thread per column)";
-    return fmt::format("jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={}",
-                       j.cols_per_cta, j.cached_rows, j.cached_rows_per_step, j.rows_in_flight, j.cluster);
+    return fmt::format("jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={} run_rows={}",
+                       j.cols_per_cta, j.cached_rows, j.cached_rows_per_step, j.rows_in_flight, j.cluster, j.run_rows);
   }
 };
 
@@ -139,6 +140,16 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
     // tiles_r: the lines (every index but ax_c's, row-major); tiles_c: warps per line.
     check_32bit();
     l.tiles_r = 1;
+    if (r->columns) {
+      // x: cols_per_cta lines along across_axis (times the cluster); y: the other axes' indices.
+      for (int a = 0; a < rank; ++a)
+        if (a != ax_c && a != r->across_axis) l.tiles_r *= shape[size_t(a)];
+      l.tiles_c = ceil_div(shape[size_t(r->across_axis)], r->columns->cols_per_cta);
+      if (l.tiles_r > 65535) throw UsageError(fmt::format("launch: {} line tiles along the batch axes exceed 65535", l.tiles_r));
+      if (l.tiles_c * r->columns->cluster >= k31) throw UsageError("launch: the domain is too large for one launch");
+      l.grid[0] = unsigned(l.tiles_c * r->columns->cluster), l.grid[1] = unsigned(l.tiles_r);
+      return l;
+    }
     if (r->across_axis >= 0) {
       // tiles_r: the other axes' indices; tiles_c: groups of 32 lines along across_axis.
       for (int a = 0; a < rank; ++a)

@@ -133,6 +133,11 @@ struct RowsPlan {
   int chunks_per_thread = 4;             ///< 8-element chunks a thread holds (1..8)
   int across_axis = -1;                  ///< lanes across lines neighbouring along this axis (-1: along the line)
   std::vector<bool> strided_codes;       ///< per output: codes stored element by element (ax_c not innermost)
+  /// The across form on 16-byte columns: the jagged vector kernel's two passes with the whole axis
+  /// as its one group (its rows), the lines along across_axis as its columns and the other axes'
+  /// indices as its grid rows; the row cache holds the lines' first positions. Set where that
+  /// kernel applies (jagged_vector_applies with those axes), else lanes run one line each.
+  std::optional<JaggedPlan> columns;
 };
 
 enum class Param : uint8_t {

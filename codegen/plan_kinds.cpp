@@ -290,12 +290,36 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
 
 RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
                    const StrideClass& sc) {
-  (void)v;
-  (void)target;
   RowsPlan r;
-  const int lead = first_tensor_input(p);
-  const int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[size_t(lead)] : -1;
-  if (unit >= 0 && unit != plan.ax_c) r.across_axis = unit;
+  r.across_axis = rows_across_axis(p, plan, sc);
+  // Across lines with 16-byte loads: the jagged vector kernel over one group (the whole axis),
+  // its axes relabelled (rows: the whole axis; columns: the across axis). On sm_90+ a cluster of 8
+  // CTAs splits each tile's whole axis, so that its parts mostly fit the row caches: 4 CTAs per SM
+  // with codes along the whole axis (column-major runs; 2 of FP32), else 1 CTA of 64 lines per SM
+  // (docs/perf-log.md, the rows kernel on columns).
+  if (rows_columns_applies(p, v, plan, sc)) {
+    Plan cp = plan;
+    cp.ax_r = plan.ax_c;
+    cp.ax_c = r.across_axis;
+    {
+      Schedule js = s;
+      js.chunks_per_thread = 0;
+      if (!js.cluster && !js.ctas_per_sm && target.sm() >= 90) {
+        js.cluster = 8;
+        // FP32 lines' column-major runs spill within 64 registers: 2 CTAs per SM.
+        const bool f32 = p.inputs()[size_t(first_tensor_input(p))].dtype == DType::f32;
+        if (!jagged_codes_along_rows(p, cp)) js.ctas_per_sm = 1;
+        else if (f32) js.ctas_per_sm = 2;
+      }
+      r.columns = plan_jagged(p, v, cp, js, target, true);
+      plan.threads = cp.threads;
+      plan.ctas_per_sm = cp.ctas_per_sm;
+      plan.smem_bytes = cp.smem_bytes;
+      for (const Output& o : p.outputs())
+        r.strided_codes.push_back(o.kind == OutputKind::elems && o.layout.order(p.rank()).back() != plan.ax_c);
+      return r;
+    }
+  }
   // Along a line: 256 threads, 4 CTAs per SM, each thread holding 8 chunks' raw words (a line of
   // 16384 is read once; docs/perf-log.md, the rows kernel). Across lines:
   // the CTA's warps split the whole axis, so the grid is the lines / 32 and CTAs are large.

@@ -216,16 +216,34 @@ bool jagged_codes_along_rows(const Pipeline& p, const Plan& plan) {
   return false;
 }
 
-Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit fit) {
-  // Which fields each kind takes.
+int rows_across_axis(const Pipeline& p, const Plan& plan, const StrideClass& sc) {
+  const int lead = first_tensor_input(p);
+  const int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[size_t(lead)] : -1;
+  return unit >= 0 && unit != plan.ax_c ? unit : -1;
+}
+
+bool rows_columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
+  const int across = rows_across_axis(p, plan, sc);
+  if (across < 0 || v.scales.size() != 1) return false;
+  Plan cp = plan;
+  cp.ax_r = plan.ax_c;
+  cp.ax_c = across;
+  return jagged_vector_applies(p, v, cp, sc);
+}
+
+Schedule fit_schedule(const Schedule& s, KernelKind k, bool vector_columns, Fit fit) {
+  // Which fields each kind takes; the rows kind's across form on columns takes the jagged vector
+  // kernel's.
   const bool direct = k == KernelKind::direct, tiled = k == KernelKind::tiled, columns = k == KernelKind::columns,
-             jv = k == KernelKind::jagged && jagged_vector, rows = k == KernelKind::rows;
+             jv = (k == KernelKind::jagged || k == KernelKind::rows) && vector_columns, rows = k == KernelKind::rows && !vector_columns;
   Schedule r = s;
   auto field = [&](const char* name, auto Schedule::* m, auto unset, bool applies) {
     if (applies || r.*m == unset) return;
     if (fit == Fit::exact)
       throw UsageError(fmt::format("schedule {}: {} does not apply to the {} kernel, which runs this cast{}", s.str(), name,
-                                   k == KernelKind::jagged ? (jagged_vector ? "jagged (vector)" : "jagged (scalar)") : kernel_kind_name(k),
+                                   k == KernelKind::jagged ? (vector_columns ? "jagged (vector)" : "jagged (scalar)")
+                                   : k == KernelKind::rows  ? (vector_columns ? "rows (across, on columns)" : "rows")
+                                                            : kernel_kind_name(k),
                                    tiled || k == KernelKind::jagged ? "" : " (kernel=tiled takes every tile field)"));
     r.*m = unset;
   };

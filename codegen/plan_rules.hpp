@@ -43,10 +43,18 @@ bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& pla
 /// vector kernel's second pass then runs 8 rows of a column at a time.
 bool jagged_codes_along_rows(const Pipeline& p, const Plan& plan);
 
-/// The schedule `s` with the fields that kind `k` (`jagged_vector`: the jagged kind's vector
-/// kernel) does not take removed; with Fit::exact, such a field is a UsageError naming it and the
-/// kernel that runs.
-Schedule fit_schedule(const Schedule& s, KernelKind k, bool jagged_vector, Fit fit);
+/// The rows kernel's across axis for this stride class (the lead input's unit-stride axis where it
+/// is not the whole axis plan.ax_c), or -1: lanes along the line.
+int rows_across_axis(const Pipeline& p, const Plan& plan, const StrideClass& sc);
+/// True when the rows kernel runs its across form on 16-byte columns (RowsPlan::columns): one
+/// scale, and the jagged vector kernel applies with the whole axis as its rows and the across
+/// axis as its columns.
+bool rows_columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
+
+/// The schedule `s` with the fields that kind `k` does not take removed (`vector_columns`: the
+/// jagged vector kernel runs it, for the jagged kind or the rows kind's across form); with
+/// Fit::exact, such a field is a UsageError naming it and the kernel that runs.
+Schedule fit_schedule(const Schedule& s, KernelKind k, bool vector_columns, Fit fit);
 
 /// The index of the first tensor (or codes) input of `p`, or -1.
 int first_tensor_input(const Pipeline& p);

@@ -99,7 +99,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.ax_r = -1;
     for (int a = 0; a < p.rank(); ++a)
       if (a != w) plan.batch_axes.push_back(a);
-    plan.kernel = plan_rows(p, v, plan, fit_schedule(schedule, KernelKind::rows, false, fit), target, sc);
+    plan.kernel = plan_rows(p, v, plan, fit_schedule(schedule, KernelKind::rows, rows_columns_applies(p, v, plan, sc), fit), target, sc);
     return plan;
   }
   choose_axes(p, v, sc, plan);

@@ -28,6 +28,8 @@ Pipeline rowwise(DType dt, int r, int axis, F32ScaleOptions o = {}, Layout q_lay
 
 StrideClass unit_along(int axis, bool aligned = true) { return StrideClass{{axis}, {aligned}}; }
 
+std::string make_generated_source(const Pipeline& p, const Target& t, const StrideClass& sc) { return generate(p, t, sc).source; }
+
 std::string usage_message(const std::function<void()>& f) {
   try {
     f();
@@ -60,9 +62,44 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   CHECK(p3.launch({4, 5120, 96}, 0).tiles_r == 4);  // the E axis; the (e, n) lines go 32 to a tile
   CHECK(p3.rows().strided_codes == std::vector<bool>{true, false});
   CHECK(p3.rows().across_axis == 2);  // lanes across the (e, n) lines, 32 neighbours along N
-  CHECK(p3.launch({4, 5120, 96}, 0).tiles_c == 3);
-  CHECK(p3.launch({4, 5120, 96}, 0).grid[0] == 12u);
+  // Lines along a 16-byte-readable axis: the jagged vector kernel's two passes over the whole axis
+  // (RowsPlan::columns), 64 lines per CTA, the E axis on grid y.
+  // A cluster of 8 CTAs splits each tile's whole axis, one CTA per SM (codes along the lines).
+  REQUIRE(p3.rows().columns);
+  CHECK(p3.rows().columns->cols_per_cta == 64);
+  CHECK(p3.rows().columns->cluster == 8);
+  CHECK(p3.ctas_per_sm == 1);
+  CHECK(p3.launch({4, 5120, 96}, 0).tiles_c == 2);
+  CHECK(p3.launch({4, 5120, 96}, 0).grid[0] == 16u);
+  CHECK(p3.launch({4, 5120, 96}, 0).grid[1] == 4u);
   CHECK(plan.rows().across_axis == -1);
+  CHECK(!plan.rows().columns);
+  const Plan col = make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1));
+  REQUIRE(col.rows().columns);
+  CHECK(col.rows().columns->cluster == 8);
+  CHECK(col.launch({16640, 5120}, 0).grid[0] == 640u);
+  CHECK(make_generated_source(rowwise(DType::bf16, 2, 0), t, unit_along(1)).find("__cluster_dims__(8, 1, 1)") != std::string::npos);
+  // Without clusters (sm_89): one CTA per tile, 2 per SM.
+  CHECK(make_plan(rowwise(DType::bf16, 2, 0), Target::parse("sm_89"), unit_along(1)).rows().columns->cluster == 1);
+  // torchao's transposed 3-D rowwise (B_t (E, K, N) K unit-stride, N whole, codes along N): the
+  // column-major-codes pass, 32 lines per CTA, runs of 8 positions.
+  const Plan t3 = make_plan(rowwise(DType::bf16, 3, 2), t, unit_along(1));
+  REQUIRE(t3.rows().columns);
+  CHECK(t3.rows().columns->run_rows == 4);  // 4 CTAs per SM: runs of 4 within 64 registers
+  CHECK(t3.rows().columns->cluster == 8);
+  CHECK(t3.ctas_per_sm == 4);
+  CHECK(t3.rows().columns->cols_per_cta == 32);
+  for (DType dt : {DType::bf16, DType::f32}) {
+    CHECK(test::spill_bytes(rowwise(dt, 2, 0), unit_along(1)) == 0);
+    CHECK(test::spill_bytes(rowwise(dt, 3, 2), unit_along(1)) == 0);
+  }
+  // Unaligned lines: lanes across 32 lines, one element at a time.
+  CHECK(!make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1, false)).rows().columns);
+  CHECK(usage_message([&] { make_plan(p, t, unit_along(1), Schedule::parse("tune(cluster=2)")); })
+            .find("cluster does not apply to the rows kernel, which runs this cast") != std::string::npos);
+  CHECK(usage_message([&] { make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1), Schedule::parse("tune(chunks_per_thread=2)")); })
+            .find("chunks_per_thread does not apply to the rows (across, on columns) kernel") != std::string::npos);
+  CHECK(make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1), Schedule::parse("tune(cluster=8, tile_cols=32)")).rows().columns->cluster == 8);
   // The schedule's fields: threads, chunks_per_thread, ctas_per_sm; others are refused by name.
   const Plan tuned = make_plan(p, t, unit_along(1), Schedule::parse("tune(threads=64, chunks_per_thread=2)"));
   CHECK(tuned.threads == 64);
@@ -114,7 +151,11 @@ TEST_CASE("rows kernel: every variant compiles for sm_90a and sm_100a" * doctest
     vs.push_back({fmt::format("{} rowwise", dtype_name(dt)), rowwise(dt, 2, 1), unit_along(1)});
     vs.push_back({fmt::format("{} rowwise, unaligned", dtype_name(dt)), rowwise(dt, 2, 1), unit_along(1, false)});
     vs.push_back({fmt::format("{} colwise of a row-major input", dtype_name(dt)), rowwise(dt, 2, 0), unit_along(1)});
+    vs.push_back({fmt::format("{} colwise, unaligned", dtype_name(dt)), rowwise(dt, 2, 0), unit_along(1, false)});
+    vs.push_back({fmt::format("{} 3-D transposed rowwise (N whole, K unit-stride)", dtype_name(dt)), rowwise(dt, 3, 2), unit_along(1)});
   }
+  vs.push_back({"colwise, no cluster", rowwise(DType::bf16, 2, 0), unit_along(1), Schedule::parse("tune(ctas_per_sm=2)")});
+  vs.push_back({"colwise, column-major codes", rowwise(DType::bf16, 2, 0, {}, layout::col_major()), unit_along(1)});
   vs.push_back({"rowwise pow2 multiplier", rowwise(DType::bf16, 2, 1, {true, true}), unit_along(1)});
   vs.push_back({"3-D, K whole, codes (E, K, N)", rowwise(DType::bf16, 3, 1), unit_along(1)});
   vs.push_back({"3-D, N whole, transposed codes", rowwise(DType::bf16, 3, 2, {}, layout::permuted({0, 2, 1})), unit_along(2)});

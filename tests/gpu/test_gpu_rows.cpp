@@ -140,3 +140,57 @@ TEST_CASE("rows kernel on the GPU: lines of no element (their scales are a zero 
     }
   CHECK(bad == 0);
 }
+
+TEST_CASE("rows kernel on the GPU: the across form on 16-byte columns (colwise, torchao's transposed 3-D rowwise), tunings") {
+  MXJIT_REQUIRE_GPU();
+  int64_t bad = 0;
+  const bool clusters = current_target().sm() >= 90;
+  // 2-D colwise of a row-major input: the whole axis split over a cluster's CTAs (parts of 16-row
+  // multiples, some empty), lines past a thread's 8 (77 of a padded row), one tile of lines.
+  std::vector<std::string> tunings = {"tune()", "tune(ctas_per_sm=2)", "tune(tile_cols=128, threads=512, ctas_per_sm=1)",
+                                      "tune(rows_in_flight=2, ctas_per_sm=8, tile_cols=32)"};
+  if (clusters) tunings.insert(tunings.end(), {"tune(cluster=2)", "tune(cluster=8, tile_cols=32)"});
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (const std::string& tu : tunings) {
+      if (dt != DType::bf16 && tu != "tune()" && tu != "tune(ctas_per_sm=2)") continue;
+      for (bool cm : {false, true}) {
+        const Kernel k = jit(rowwise(dt, 2, 0, {true, true}, cm ? layout::col_major() : layout::row_major()), current_target(),
+                             Schedule::parse(tu));
+        const std::string l = fmt::format("colwise {} {}{}", dtype_name(dt), tu, cm ? " col-major codes" : "");
+        bad += check(k, dt, {1100, 96}, l);
+        bad += check(k, dt, {3001, 77}, l, {80, 1});
+        bad += check(k, dt, {7, 520}, l);
+        bad += check(k, dt, {1, 64}, l);
+      }
+    }
+  // 3-D, K whole, N unit-stride (one scale per (e, n)): codes along N, or along K (pass 2 in runs
+  // of 8, 4 or 16 positions transposed in registers); the E axis on grid y. (A schedule applies
+  // exactly to contiguous inputs, so these take the tunings.)
+  for (DType dt : {DType::bf16, DType::f32})
+    for (const std::string& tu : {"tune()", "tune(tile_cols=64, rows_per_thread=16)", "tune(rows_per_thread=4, ctas_per_sm=4)", "tune(cluster=4)"}) {
+      if (!clusters && tu == "tune(cluster=4)") continue;
+      for (bool along_k : {false, true}) {
+        if (!along_k && tu.find("rows_per_thread") != std::string::npos) continue;
+        const Kernel k = jit(rowwise(dt, 3, 1, {true, true}, along_k ? layout::permuted({0, 2, 1}) : layout::row_major()), current_target(),
+                             Schedule::parse(tu));
+        const std::string l = fmt::format("3-D colwise over K {} {}{}", dtype_name(dt), tu, along_k ? " codes along K" : "");
+        bad += check(k, dt, {3, 1000, 96}, l);
+        bad += check(k, dt, {2, 523, 77}, l, {523 * 80, 80, 1});
+        bad += check(k, dt, {1, 17, 40}, l);
+      }
+    }
+  // torchao's B_t (E, K, N) with K unit-stride (memory (E, N, K)), one scale per (e, k) over N,
+  // codes along N (the transposed rowwise of the MoE backward).
+  for (DType dt : {DType::bf16, DType::f32}) {
+    const Kernel k = jit(rowwise(dt, 3, 2, {true, true}));
+    const std::string l = fmt::format("3-D transposed rowwise {}", dtype_name(dt));
+    bad += check(k, dt, {3, 96, 1000}, l, {96 * 1000, 1, 96});
+    bad += check(k, dt, {2, 77, 523}, l, {80 * 523, 1, 80});
+    bad += check(k, dt, {1, 40, 17}, l, {40 * 17, 1, 40});
+  }
+  // An E8M0 rule per whole column.
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 0, kWholeAxis)), e4m3, ScaleRule::rceil);
+  bad += check(jit(pipeline({output("q", cast(e4m3, x / s)), output("s", s)})), DType::bf16, {700, 136}, "colwise E8M0 rceil");
+  CHECK(bad == 0);
+}
