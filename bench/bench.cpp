@@ -83,6 +83,12 @@ Pipeline per_group_colwise(bool cm = false) {
   auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3, F32ScaleOptions{cm, cm});
   return pipeline({output("q", mxjit::cast(e4m3, x / sc), cm ? layout::col_major() : layout::row_major()), output("s", sc)});
 }
+// Per-group row scales over jagged groups of columns (torchao's per-group rowwise cast).
+Pipeline per_group_rowwise() {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = f32_scale(amax(groups(x, 1, offsets("offs"))), e4m3, F32ScaleOptions{true, true});
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("s", sc)});
+}
 // torchao's Float8 rowwise cast (one FP32 multiplier per whole line along `axis`, power-of-two
 // rounded as its MoE training recipe does).
 Pipeline whole_axis(int axis, int r = 2, Layout q = layout::row_major()) {
@@ -134,6 +140,7 @@ std::vector<Case> cases(const BenchOptions& o) {
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, {16640, 5120});
     for (const auto& s : std::vector<std::vector<int64_t>>{{16640, 5120}, {16640, 8192}})
       add("fp8 per-group colwise G=16 col-major pow2", [] { return per_group_colwise(true); }, s);
+    add("fp8 per-group rowwise G=16 (jagged columns) pow2", [] { return per_group_rowwise(); }, {16640, 5120});
     add("mxfp6 e2m3 dim0", [] { return format_cast(e2m3); }, sq);
     add("mxfp6 e3m2 dim0", [] { return format_cast(e3m2); }, sq);
     add("mxint8 dim0", [] { return format_cast(int8); }, sq);

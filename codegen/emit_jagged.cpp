@@ -43,9 +43,16 @@ void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind,
   }
 }
 
-// The scalar kernel: one thread per column, one element per load (any strides and types).
+// The scalar kernel: one thread per column, one element per load (any strides and types). With
+// JaggedPlan::lanes (the input unit-stride along the group axis), a warp per column instead, its
+// lanes on consecutive rows of the group (coalesced loads and code stores), the maximum reduced
+// across the warp:
+//
+//   column c (a row of a row-major input), group g:  rows row_s .. row_e-1
+//     lane l: rows row_s + l, row_s + l + 32, ...   -> warp max -> scale (lane 0 stores it)
 void emit_jagged_scalar(Ctx& x) {
   const Plan& pl = x.plan;
+  const bool lanes = pl.jagged().lanes;
   const NodePtr& sn = x.v.scales[0];
   const int koff = x.p.input_index(block_of(sn).offsets);
   const int ar = pl.ax_r, ac = pl.ax_c;
@@ -56,7 +63,14 @@ void emit_jagged_scalar(Ctx& x) {
   x.out += "  mx_i64 row_s = g == 0 ? 0 : mx_i64(ends[g - 1]), row_e = g < G ? mx_i64(ends[g]) : n_r;\n";
   x.out += "  row_s = row_s < 0 ? 0 : (row_s > n_r ? n_r : row_s);\n";
   x.out += "  row_e = row_e < row_s ? row_s : (row_e > n_r ? n_r : row_e);\n";
-  x.out += fmt::format("  const mx_i64 c = mx_i64(blockIdx.x) * {} + threadIdx.x;\n  if (c >= P.shape[{}]) return;\n", pl.threads, ac);
+  if (lanes) {
+    x.out += "  const int lane = int(threadIdx.x) % 32;\n";
+    x.out += fmt::format("  const mx_i64 c = mx_i64(blockIdx.x) * {} + threadIdx.x / 32;  // a warp per column\n  if (c >= P.shape[{}]) return;\n",
+                         pl.threads / 32, ac);
+  } else {
+    x.out += fmt::format("  const mx_i64 c = mx_i64(blockIdx.x) * {} + threadIdx.x;\n  if (c >= P.shape[{}]) return;\n", pl.threads, ac);
+  }
+  const std::string first = lanes ? "row_s + lane" : "row_s", step = lanes ? "32" : "1";
   // Value of the element at row ix<ar>, column c.
   std::string body;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
@@ -69,19 +83,20 @@ void emit_jagged_scalar(Ctx& x) {
   // leaf_expr names the preloaded element x<k>[e]; e is 0 here.
   eval = "    const int e = 0;\n" + eval;
   x.out += "  mx_u32 m = 0u;\n";
-  x.out += fmt::format("  for (mx_i64 ix{0} = row_s; ix{0} < row_e; ++ix{0}) {{\n", ar);
+  x.out += fmt::format("  for (mx_i64 ix{0} = {1}; ix{0} < row_e; ix{0} += {2}) {{\n", ar, first, step);
   x.out += eval + fmt::format("    mx_u32 a = mx_bits({}) & 0x7fffffffu;\n", v);
   if (x.v.scale_flush[0]) x.out += "    if (a < 0x00800000u) a = 0u;\n";
   if (const std::string drop = amax_drop_nan(*sn, "a"); !drop.empty()) x.out += "    " + drop + "\n";
   x.out += "    m = a > m ? a : m;\n  }\n";
+  if (lanes) x.out += "  for (int off = 16; off >= 1; off /= 2) m = mx_umax(m, __shfl_xor_sync(0xffffffffu, m, off));\n";
   x.out += scale_from_amax(sn, "  ");
   x.out += "  if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
-  store_group_scales(x, "g < G", "  ");
+  store_group_scales(x, lanes ? "g < G && lane == 0" : "g < G", "  ");
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;
     const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
-    x.out += fmt::format("  for (mx_i64 ix{0} = row_s; ix{0} < row_e; ++ix{0}) {{\n", ar);
+    x.out += fmt::format("  for (mx_i64 ix{0} = {1}; ix{0} < row_e; ix{0} += {2}) {{\n", ar, first, step);
     x.out += eval;
     x.out += fmt::format("    float y = {};\n", v);
     if (q->flush_subnormals) x.out += "    if ((mx_bits(y) & 0x7fffffffu) < 0x00800000u) y = mx_float(mx_bits(y) & 0x80000000u);\n";
@@ -259,47 +274,43 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   const char* et = f32 ? "float" : "mx_u16";
   x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + (c0{2});\n", et, k, batch_offset(x, "in", k));
   x.out += fmt::format("  const mx_i64 in_sr = P.in_stride[{}][{}];\n", k, ar);
+  // Row `row`'s words from its NW / 4 16-byte chunks, `chunk(h)` a C expression of chunk h
+  // (cache or memory), at indent `in`.
+  auto chunk_words = [&](const std::string& row, const std::function<std::string(int)>& chunk, const std::string& in) {
+    std::string l;
+    for (int h = 0; h < NW / 4; ++h)
+      l += fmt::format("{0}{{ const mx_v16 v = {1}; w[{2}][{3}] = v.x; w[{2}][{4}] = v.y; w[{2}][{5}] = v.z; w[{2}][{6}] = v.w; }}\n", in,
+                       chunk(h), row, 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+    return l;
+  };
+  auto cache_chunk = [&](const std::string& ix_) {
+    return [&, ix_](int h) { return fmt::format("cache[{}]", plus(fmt::format("({} - row_s) * {} + {}", ix_, TCW, times("tc", NW / 4)), h)); };
+  };
+  auto memory_chunk = [&](int h) { return fmt::format("mx_ld16({})", plus("p", 4 * h)); };
+  // Row u's words zeroed, then filled element by element from p where `cond` holds (columns
+  // past n_c stay +0), at 8-space indent.
+  auto tail_words = [&](const std::string& cond) {
+    std::string l = fmt::format("#pragma unroll\n        for (int e = 0; e < {}; ++e) w[u][e] = 0u;\n", NW);
+    l += fmt::format("        if ({}) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ", cond);
+    return l + (f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n");
+  };
   // U rows of 8 columns into w[u][] (zeros outside), all issued before any is used; rows below
   // tile_r come from the cache in pass 2 (`cached`; pass 1 filled it with cp.async).
   auto loads = [&](bool cached) {
     std::string l = fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U, NW, U);
     l += fmt::format("      const mx_i64 {} = r + u * {};\n      const {}* const p = src + {} * in_sr;\n", ix, RL, et, ix);
-    if (cached) {
-      l += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR);
-      for (int h = 0; h < NW / 4; ++h)
-        l += fmt::format("        {{ const mx_v16 v = cache[{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
-                         plus(fmt::format("({} - row_s) * {} + {}", ix, TC * NW / 4, times("tc", NW / 4)), h), 4 * h, 4 * h + 1, 4 * h + 2,
-                         4 * h + 3);
-      l += "      } else ";
-    } else {
-      l += "      ";
-    }
-    l += fmt::format("if ({} < row_e && cols_full) {{\n", ix);
-    for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("        {{ const mx_v16 v = mx_ld16({0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
-                       plus("p", 4 * h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
-    l += fmt::format("      }} else {{\n#pragma unroll\n        for (int e = 0; e < {}; ++e) w[u][e] = 0u;\n", NW);
-    l += fmt::format("        if ({} < row_e) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ", ix);
-    l += f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n";
-    l += "      }\n    }\n";
-    return l;
+    if (cached) l += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR) + chunk_words("u", cache_chunk(ix), "        ") + "      } else ";
+    else l += "      ";
+    l += fmt::format("if ({} < row_e && cols_full) {{\n", ix) + chunk_words("u", memory_chunk, "        ");
+    return l + "      } else {\n" + tail_words(ix + " < row_e") + "      }\n    }\n";
   };
   // Row ix (in scope, `u` its slot) into w[u][] (6-space indent): from the cache below row_c,
   // else from memory; zeros outside the group [row_s, row_e) and past the last column.
   auto loads_row = [&]() {
-    std::string l = "      const bool in_g = ix >= row_s && ix < row_e;\n      if (in_g && ix < row_c) {\n";
-    for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("        {{ const mx_v16 v = cache[{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
-                       plus(fmt::format("(ix - row_s) * {} + {}", TCW, times("tc", NW / 4)), h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
-    l += fmt::format("      }} else if (in_g && cols_full) {{\n        const {}* const p = src + ix * in_sr;\n", et);
-    for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("        {{ const mx_v16 v = mx_ld16({0}); w[u][{1}] = v.x; w[u][{2}] = v.y; w[u][{3}] = v.z; w[u][{4}] = v.w; }}\n",
-                       plus("p", 4 * h), 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
-    l += fmt::format("      }} else {{\n#pragma unroll\n        for (int e = 0; e < {}; ++e) w[u][e] = 0u;\n", NW);
-    l += fmt::format("        const {}* const p = src + ix * in_sr;\n", et);
-    l += "        if (in_g) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ";
-    l += f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n";
-    return l + "      }\n";
+    std::string l = "      const bool in_g = ix >= row_s && ix < row_e;\n";
+    l += fmt::format("      const {}* const p = src + ix * in_sr;\n      if (in_g && ix < row_c) {{\n", et);
+    l += chunk_words("u", cache_chunk("ix"), "        ") + "      } else if (in_g && cols_full) {\n" + chunk_words("u", memory_chunk, "        ");
+    return l + "      } else {\n" + tail_words("in_g") + "      }\n";
   };
   // The element values of row u into x<k>[8], then val[8] (the root, unguarded: register leaves);
   // rows from `end` on are skipped.
@@ -333,11 +344,7 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   };
   // Row words w[0][] from the cache chunks at mx_v16 pointer `ptr`.
   auto cache_words = [&](const std::string& ptr, const std::string& in) {
-    std::string l;
-    for (int h = 0; h < NW / 4; ++h)
-      l += fmt::format("{0}{{ const mx_v16 v = {1}[{2}]; w[0][{3}] = v.x; w[0][{4}] = v.y; w[0][{5}] = v.z; w[0][{6}] = v.w; }}\n", in, ptr, h,
-                       4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
-    return l;
+    return chunk_words("0", [&](int h) { return fmt::format("{}[{}]", ptr, h); }, in);
   };
   // A bare bf16/f16 input: the column maxima two at a time from the words, pm[j] for columns
   // 2j, 2j+1 (|x| words; NaN-propagating), widened into m[8] after pass 1. The subnormal flush,

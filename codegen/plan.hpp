@@ -104,6 +104,9 @@ struct JaggedPlan {
   /// true: one CTA per group and cols_per_cta columns, 8 columns per thread, the group's first
   /// cached_rows rows cached in shared memory; false: one thread per column, 256 columns per CTA.
   bool vector = true;
+  /// The scalar kernel with a warp per column, its lanes on consecutive rows (the input is
+  /// unit-stride along the group axis: per-group rowwise scales of a row-major input).
+  bool lanes = false;
   int cols_per_cta = 64;
   int cached_rows = 0;          ///< rows of the group cached in shared memory for pass 2
   int cached_rows_per_step = 4;  ///< cached rows read back per loop step (2 within 64 registers)

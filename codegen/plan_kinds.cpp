@@ -227,13 +227,16 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
   return c;
 }
 
-JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector) {
+JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector,
+                       bool lanes) {
   JaggedPlan j;
   j.vector = vector;
   plan.smem_bytes = 0;
   if (!vector) {
     plan.threads = 256;
     j.cols_per_cta = 256;
+    j.lanes = lanes;
+    if (lanes) j.cols_per_cta = plan.threads / 32;
     return j;
   }
   // Shared memory caps CTAs per SM at ctas_per_sm and, beyond the reduction's arrays, caches the

@@ -19,9 +19,11 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
 /// The columns kernel: rows per thread, warp shape, stages, staged codes and how they leave.
 /// Sets plan.threads, ctas_per_sm, smem_bytes; throws UsageError where the ring does not fit.
 ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target);
-/// The jagged kernel (`vector`: jagged_vector_applies): columns per CTA, rows in flight, cluster,
-/// and the row cache that fills the shared memory left. Sets plan.threads, ctas_per_sm, smem_bytes.
-JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector);
+/// The jagged kernel (`vector`: jagged_vector_applies; `lanes`: the scalar kernel's warp per
+/// column, JaggedPlan::lanes): columns per CTA, rows in flight, cluster, and the row cache that
+/// fills the shared memory left. Sets plan.threads, ctas_per_sm, smem_bytes.
+JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector,
+                       bool lanes = false);
 /// The rows kernel (whole-axis blocks): threads (a power of two, 32..1024), chunks per thread,
 /// and which code outputs are stored element by element. Sets plan.threads, ctas_per_sm.
 RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,

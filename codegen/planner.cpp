@@ -83,7 +83,10 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     plan.ax_r = block_of(sn).axes[0];
     plan.ax_c = 1 - plan.ax_r;
     const bool vec = jagged_vector_applies(p, v, plan, sc);
-    plan.kernel = plan_jagged(p, v, plan, fit_schedule(schedule, KernelKind::jagged, vec, fit), target, vec);
+    // The scalar kernel's lanes along the rows where the input is unit-stride along them.
+    const int lead = first_tensor_input(p);
+    const bool lanes = !vec && lead >= 0 && lead < int(sc.unit_axis.size()) && sc.unit_axis[size_t(lead)] == plan.ax_r;
+    plan.kernel = plan_jagged(p, v, plan, fit_schedule(schedule, KernelKind::jagged, vec, fit), target, vec, lanes);
     return plan;
   }
   for (size_t i = 0; i < p.outputs().size(); ++i)

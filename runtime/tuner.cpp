@@ -53,6 +53,25 @@ std::vector<Schedule> schedule_candidates(const Pipeline& p, const Target& t, co
           for (int w : {64, 128})
             for (auto [u, mb] : {std::pair{8, 2}, std::pair{4, 4}, std::pair{4, 6}, std::pair{4, 8}})
               add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .rows_in_flight = u, .cluster = k});
+      // Column-major codes: runs of 4, 8 or 16 rows (refused for row-major codes).
+      for (int w : {32, 64})
+        for (int r : {4, 8, 16}) add(Schedule{.tile_cols = w, .rows_per_thread = r});
+    }
+    return out;
+  }
+  if (base.kind == KernelKind::rows) {
+    // Across lines on columns: the jagged vector kernel's tunings, clusters splitting the whole
+    // axis; along the line: chunks a thread holds x CTAs per SM.
+    if (base.rows().columns) {
+      for (int w : {32, 64})
+        for (int mb : {1, 2, 4}) {
+          add(Schedule{.tile_cols = w, .ctas_per_sm = mb});
+          if (t.sm() >= 90)
+            for (int k : {2, 4, 8}) add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .cluster = k});
+        }
+    } else {
+      for (int u : {2, 4, 8})
+        for (int mb : {2, 4, 8}) add(Schedule{.ctas_per_sm = mb, .chunks_per_thread = u});
     }
     return out;
   }

@@ -72,8 +72,17 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1)) == 0);
     CHECK(test::spill_bytes(jagged(dt, e4m3, true), order(1), c4) == 0);
   }
-  // Column-major input (groups along the unit-stride axis): scalar.
-  CHECK(!generate(jagged(DType::bf16, e4m3, true), t, order(0)).plan.jagged().vector);
+  // Input unit-stride along the groups (a column-major input, or groups along the columns of a
+  // row-major one): the scalar kernel with a warp per column, lanes on consecutive rows.
+  for (const auto& [pipe, unit] : {std::pair{jagged(DType::bf16, e4m3, true), 0}, std::pair{jagged(DType::bf16, e4m3, true, 1), 1}}) {
+    const GeneratedKernel k = generate(pipe, t, order(unit));
+    CHECK(!k.plan.jagged().vector);
+    CHECK(k.plan.jagged().lanes);
+    CHECK(k.plan.jagged().cols_per_cta == 8);
+    CHECK(k.source.find("__shfl_xor_sync") != std::string::npos);
+    CHECK(k.source.find("g < G && lane == 0") != std::string::npos);
+  }
+  CHECK(!generate(jagged(DType::bf16, e4m3, true, 1, layout::col_major()), t, order(0)).plan.jagged().lanes);
   // Codes column-major (the weight gradient's operand): the vector kernel, its second pass 8 rows
   // of a column at a time, transposed in registers into aligned 8-byte runs.
   for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
@@ -170,6 +179,8 @@ TEST_CASE("jagged groups: every variant compiles for sm_90a and sm_100a" * docte
   vs.push_back({"prologue", jagged(DType::bf16, e4m3, false, 0, layout::row_major(), true), order(1)});
   vs.push_back({"stochastic rounding", jagged(DType::bf16, e4m3, false, 0, layout::row_major(), false, Round::stochastic), order(1)});
   vs.push_back({"groups along columns", jagged(DType::bf16, e4m3, true, 1), order(1)});
+  vs.push_back({"lanes along the rows, stochastic rounding, prologue",
+                jagged(DType::f16, e5m2, false, 1, layout::row_major(), true, Round::stochastic), order(1)});
   vs.push_back({"groups along columns, col-major", jagged(DType::bf16, e4m3, true, 1, layout::col_major()), order(0)});
   vs.push_back({"col-major codes", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1)});
   vs.push_back({"col-major codes, f32 e5m2", jagged(DType::f32, e5m2, false, 0, layout::col_major()), order(1)});

@@ -10,6 +10,7 @@
 
 #include "codegen/emit.hpp"
 #include "codegen/plan.hpp"
+#include "runtime/tuner.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/peer_recipes.hpp"
 #include "support/compile_variants.hpp"
@@ -155,6 +156,14 @@ TEST_CASE("rows kernel: every variant compiles for sm_90a and sm_100a" * doctest
     vs.push_back({fmt::format("{} 3-D transposed rowwise (N whole, K unit-stride)", dtype_name(dt)), rowwise(dt, 3, 2), unit_along(1)});
   }
   vs.push_back({"colwise, no cluster", rowwise(DType::bf16, 2, 0), unit_along(1), Schedule::parse("tune(ctas_per_sm=2)")});
+  // Every schedule the tuner tries, both forms.
+  const Target t = Target::parse("sm_90a");
+  for (const auto& [name, p] : {std::pair{"colwise", rowwise(DType::bf16, 2, 0)}, std::pair{"rowwise", rowwise(DType::bf16, 2, 1)},
+                                std::pair{"colwise, codes along the columns", rowwise(DType::bf16, 2, 0, {}, layout::col_major())}}) {
+    const std::vector<Schedule> cands = schedule_candidates(p, t, unit_along(1));
+    CHECK(cands.size() > 6);
+    for (const Schedule& s : cands) vs.push_back({fmt::format("tuner candidate {} {}", name, s.str()), p, unit_along(1), s});
+  }
   vs.push_back({"colwise, column-major codes", rowwise(DType::bf16, 2, 0, {}, layout::col_major()), unit_along(1)});
   vs.push_back({"rowwise pow2 multiplier", rowwise(DType::bf16, 2, 1, {true, true}), unit_along(1)});
   vs.push_back({"3-D, K whole, codes (E, K, N)", rowwise(DType::bf16, 3, 1), unit_along(1)});
