@@ -31,6 +31,12 @@ std::string batch_offset(const Ctx& x, const char* what, int i) {
   return s;
 }
 
+// `e` plus the batch offset, parenthesised where there is one.
+std::string plus_batch(const Ctx& x, const std::string& e, const char* what, int i) {
+  const std::string b = batch_offset(x, what, i);
+  return b.empty() ? e : "(" + e + b + ")";
+}
+
 // Stores the scale of group g (the whole axis: its one block), column c (scale_from_amax's
 // byte/sval) into every scales output, where `cond` holds.
 void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind, bool whole = false) {
@@ -148,7 +154,7 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
   x.out += fmt::format("  // Pass 2 (codes column-major): chunks of {0} rows, anchored at multiples of {0}, transposed into\n"
                        "  // {0}-byte runs of a column.\n", R);
   x.out += fmt::format("  const mx_i64 os_r = P.out_stride[{0}][{1}], os_c = P.out_stride[{0}][{2}];\n", o, ar, ac);
-  x.out += fmt::format("  mx_u8* const ocol = static_cast<mx_u8*>(P.out[{}]) + (c0 * os_c{});  // column c0, row 0\n", o, batch_offset(x, "out", o));
+  x.out += fmt::format("  mx_u8* const ocol = static_cast<mx_u8*>(P.out[{}]) + {};  // column c0, row 0\n", o, plus_batch(x, "c0 * os_c", "out", o));
   x.out += fmt::format("  for (mx_i64 r = (row_s & ~mx_i64({0})) + {1} * rl; r < row_e; r += {2}) {{\n", R - 1, R, R * RL);
   x.out += fmt::format("    mx_u32 cw[{}][2];  // codes of row b + u, columns 4k .. 4k+3 in cw[b + u][k]\n", R);
   x.out += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; b += {}) {{\n", R, B);
@@ -246,6 +252,7 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   // The CTA's column tile, and (with a cluster) its rank = its part of the group's rows.
   x.out += K > 1 ? fmt::format("  const unsigned bx = blockIdx.x / {0}, q = blockIdx.x % {0};  // q: the rank in the cluster\n", K)
                  : "  const unsigned bx = blockIdx.x;\n";
+  if (!whole) x.out += fmt::format("  const int* const ends = static_cast<const int*>(P.in[{}]);\n", x.p.input_index(block_of(sn).offsets));
   x.out += fmt::format("  const mx_i64 G = P.tiles_r, g = blockIdx.y, n_r = P.shape[{}], n_c = P.shape[{}];\n", ar, ac);
   if (whole) {
     x.out += "  mx_i64 row_s = 0, row_e = n_r;  // the whole axis: one group\n";
@@ -256,7 +263,6 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     for (auto it = batch.rbegin(); it != batch.rend(); ++it)
       x.out += fmt::format("  const mx_i64 ix{0} = rest_ % P.shape[{0}];\n  rest_ /= P.shape[{0}];\n", *it);
   } else {
-    x.out += fmt::format("  const int* const ends = static_cast<const int*>(P.in[{}]);\n", x.p.input_index(block_of(sn).offsets));
     // Offsets are trusted on the GPU (no host round trip to validate them): clamped into range.
     x.out += "  mx_i64 row_s = g == 0 ? 0 : mx_i64(ends[g - 1]), row_e = g < G ? mx_i64(ends[g]) : n_r;\n";
     x.out += "  row_s = row_s < 0 ? 0 : (row_s > n_r ? n_r : row_s);\n";
@@ -272,7 +278,7 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   x.out += fmt::format("  const mx_i64 c0 = mx_i64(bx) * {} + tc * 8;  // this thread's columns c0 .. c0+7 (axis {})\n", W, ac);
   x.out += "  const bool cols_full = c0 + 8 <= n_c;\n";
   const char* et = f32 ? "float" : "mx_u16";
-  x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + (c0{2});\n", et, k, batch_offset(x, "in", k));
+  x.out += fmt::format("  const {0}* const src = static_cast<const {0}*>(P.in[{1}]) + {2};\n", et, k, plus_batch(x, "c0", "in", k));
   x.out += fmt::format("  const mx_i64 in_sr = P.in_stride[{}][{}];\n", k, ar);
   // Row `row`'s words from its NW / 4 16-byte chunks, `chunk(h)` a C expression of chunk h
   // (cache or memory), at indent `in`.
@@ -477,8 +483,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
       x.out += fmt::format("{}*reinterpret_cast<uint2*>({}) = make_uint2(wd[0], wd[1]);\n", in, ptr);
     };
     x.out += fmt::format("  {{  // (a)\n    const mx_i64 os_r = P.out_stride[{}][{}];\n", o, ar);
-    x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{0}]) + ((row_s + rl) * os_r + c0 * P.out_stride[{0}][{1}]{2});\n", o, ac,
-                         batch_offset(x, "out", o));
+    x.out += fmt::format("    mx_u8* ob = static_cast<mx_u8*>(P.out[{}]) + {};\n", o,
+                         batch_offset(x, "out", o).empty() ? fmt::format("(row_s + rl) * os_r + c0 * P.out_stride[{}][{}]", o, ac)
+                                                           : plus_batch(x, fmt::format("(row_s + rl) * os_r + c0 * P.out_stride[{}][{}]", o, ac), "out", o));
     x.out += fmt::format("    if (cols_full && P.out_stride[{}][{}] == 1 && ((reinterpret_cast<mx_u64>(ob) | mx_u64(os_r)) & 7u) == 0) {{\n", o, ac);
     x.out += fmt::format("      const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
     x.out += fmt::format("      for (int i = 0; i < n_cached; ++i, d += {}, ob += {} * os_r) {{\n", RL * TCW, RL);

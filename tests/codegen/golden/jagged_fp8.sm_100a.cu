@@ -1,10 +1,10 @@
 // ==== mxjit generated kernel ========================================================
-// mxjit_jagged_groups_e4m3_fp32_bf16_24b5a361
+// mxjit_jagged_groups_e4m3_fp32_bf16_379d6c83
 // generator mxjit-gen-26  target sm_100a  stride class sc(1a,0)
 // pipeline bf16[2] -> fp8.e4m3 groups(0,offs) q:row_major s:linear
 // pipeline hash 87ed1c9436b41b83753a60d144310026
 // plan
-//   jagged: vector cols_per_cta=64 cached_rows=884 cached_rows_per_step=4 rows_in_flight=8 cluster=1
+//   jagged: vector cols_per_cta=64 cached_rows=884 cached_rows_per_step=4 rows_in_flight=8 cluster=1 run_rows=0
 //   launch: rank=2 ax_r=0 ax_c=1 batch=[] threads=256 ctas_per_sm=2 smem=115712 zero=[] prepass=none
 //   params: in:2 out:2 shape:2 in_stride:4 out_stride:4 out_shape:4 tiles_r:1 tiles_c:1 aux:1
 //   schedule: tune()
@@ -30,7 +30,7 @@ struct MxParams {
   const void* aux;  // the workspace: NVFP4's pre-pass tensor amax (FP32), else null
 };
 
-extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp32_bf16_24b5a361(const MxParams P) {
+extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp32_bf16_379d6c83(const MxParams P) {
   extern __shared__ float4 mx_smem4[];
   mx_v16* const cache = reinterpret_cast<mx_v16*>(mx_smem4);  // [884][8]: the group's first rows
   mx_u32* const red = reinterpret_cast<mx_u32*>(cache + 7072);  // [8][64]: column maxima per warp
