@@ -21,8 +21,8 @@
 
 #include "dsl/geometry.hpp"
 #include "runtime/compile.hpp"
-#include "runtime/llvm/cpu_backend.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/llvm/cpu_backend.hpp"
+#include "backends/reference/executor.hpp"
 
 using namespace mxjit;
 using Clock = std::chrono::steady_clock;

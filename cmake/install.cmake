@@ -26,9 +26,9 @@ set(MXJIT_PUBLIC_HEADERS
   dsl/dsl.hpp dsl/dtype.hpp dsl/errors.hpp dsl/format.hpp dsl/geometry.hpp dsl/hash.hpp dsl/ir.hpp
   dsl/layout.hpp dsl/layout_bound.hpp dsl/peer_recipes.hpp dsl/pipeline.hpp dsl/recipes.hpp dsl/text.hpp
   runtime/device.hpp runtime/graph.hpp runtime/kernel.hpp runtime/prepared.hpp runtime/swizzle.hpp runtime/tensor.hpp
-  runtime/reference/executor.hpp)
+  backends/reference/executor.hpp)
 if(MXJIT_WITH_LLVM)
-  list(APPEND MXJIT_PUBLIC_HEADERS runtime/llvm/cpu_backend.hpp)
+  list(APPEND MXJIT_PUBLIC_HEADERS backends/llvm/cpu_backend.hpp)
 endif()
 foreach(h IN LISTS MXJIT_PUBLIC_HEADERS)
   get_filename_component(dir ${h} DIRECTORY)
@@ -44,7 +44,7 @@ if(TARGET mxjit_llvm)
   list(APPEND MXJIT_EXPORTED mxjit_llvm)
   set(MXJIT_CONFIG_WITH_LLVM ON)
   set(MXJIT_CONFIG_LLVM_DIR ${LLVM_DIR})
-  # libLLVM-16.so is linked by file (runtime/llvm); only LLVM's component libraries need its config.
+  # libLLVM-16.so is linked by file (backends/llvm); only LLVM's component libraries need its config.
   set(MXJIT_CONFIG_NEEDS_LLVM_CONFIG OFF)
   if(NOT LLVM_LINK_LLVM_DYLIB)
     set(MXJIT_CONFIG_NEEDS_LLVM_CONFIG ON)

@@ -1,6 +1,6 @@
 #pragma once
 /// \file Any scale definition (dsl/dsl.hpp ScaleDef; ScaleRecipe::generic) as CUDA statements,
-/// bit for bit the reference's reading of it (runtime/reference/scale_expr.cpp):
+/// bit for bit the reference's reading of it (backends/reference/scale_expr.cpp):
 ///
 ///     amax    m: max |x| bits (NaN above 0x7f800000; dropped first with AmaxNan::ignore)
 ///     stored  S(amax_var)                 every + - * / one __f*_rn (never contracted)

@@ -8,7 +8,7 @@
 
 #include "mxjit/mxjit.hpp"
 #if MXJIT_HAVE_LLVM
-#include "runtime/llvm/cpu_backend.hpp"
+#include "backends/llvm/cpu_backend.hpp"
 #endif
 
 namespace example {

@@ -13,5 +13,5 @@
 #include "runtime/device.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/kernel.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 #include "runtime/tensor.hpp"

@@ -34,10 +34,10 @@
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/kernel.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 #include "runtime/swizzle.hpp"
 #if MXJIT_HAVE_LLVM
-#include "runtime/llvm/cpu_backend.hpp"
+#include "backends/llvm/cpu_backend.hpp"
 #endif
 
 namespace mxjit::python {

@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "dsl/format.hpp"
-#include "runtime/reference/numerics.hpp"
-#include "runtime/reference/scale_rules.hpp"
+#include "backends/reference/numerics.hpp"
+#include "backends/reference/scale_rules.hpp"
 #include "templates/mx_math.cuh"
 
 // Host shims for what the generated kernels get from prelude.cuh and the CUDA builtins; every

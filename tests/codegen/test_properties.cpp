@@ -94,3 +94,35 @@ TEST_CASE("tiled and jagged kernels: shared-memory tiles behind barriers, asynch
   CHECK(has(j.ptx, "cp.async.cg.shared.global"));  // the row cache
   CHECK(has(j.ptx, "cp.async.wait_group 0"));
 }
+
+TEST_CASE("column-major runs: the jagged kernel's and the rows kernel's across form's codes leave as 8-byte column runs") {
+  // Per-group colwise with column-major codes: byte transposes (prmt) in registers, one 8-byte
+  // store per column run, the row cache filled asynchronously, no spills.
+  const Built j = build("bf16[2] -> fp8.e4m3 groups(0,offs) q:col_major");
+  CHECK(j.plan.jagged().vector);
+  CHECK(j.plan.jagged().run_rows == 8);
+  CHECK(has(j.ptx, "prmt.b32"));
+  CHECK(has(j.ptx, "st.global.v2.u32"));
+  CHECK(has(j.ptx, "cp.async.cg.shared.global"));
+  CHECK(j.spill_stores == 0);
+  // Per-group rowwise (groups along the unit-stride axis): a warp per column, its maximum by
+  // shuffles, no shared memory, no barrier.
+  const Built l = build("bf16[2] -> fp8.e4m3 groups(1,offs)");
+  CHECK(l.plan.jagged().lanes);
+  CHECK(has(l.ptx, "shfl.sync.bfly.b32"));
+  CHECK(!has(l.ptx, "bar.sync"));
+  CHECK(!has(l.ptx, "barrier.sync"));
+  CHECK(l.spill_stores == 0);
+  // Whole columns of a row-major input: the across form on columns, a cluster of 8 CTAs whose
+  // column maxima meet through distributed shared memory; codes of 8 lines per 8-byte store.
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    CAPTURE(arch);
+    const Built c = build("bf16[2] -> fp8.e4m3 blocks(0,whole)", arch);
+    REQUIRE(c.plan.rows().columns);
+    CHECK(c.plan.rows().columns->cluster == 8);
+    CHECK(has(c.ptx, "ld.shared::cluster.u32"));
+    CHECK(has(c.ptx, "barrier.cluster.arrive"));
+    CHECK(has(c.ptx, "st.global.v2.u32"));
+    CHECK(c.spill_stores == 0);
+  }
+}

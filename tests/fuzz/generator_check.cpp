@@ -23,11 +23,11 @@
 #include "runtime/compile.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 #include "support/fp32_edges.hpp"
 #include "support/tensors.hpp"
 #if MXJIT_HAVE_LLVM
-#include "runtime/llvm/cpu_backend.hpp"
+#include "backends/llvm/cpu_backend.hpp"
 #endif
 
 namespace mxjit::fuzz {

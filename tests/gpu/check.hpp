@@ -9,7 +9,7 @@
 
 #include "runtime/device.hpp"
 #include "runtime/kernel.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 #include "support/skip.hpp"
 #include "support/tensors.hpp"
 

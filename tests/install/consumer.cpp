@@ -9,7 +9,7 @@
 #include "mxjit/mxjit.hpp"
 #include "runtime/swizzle.hpp"
 #ifdef CONSUMER_HAVE_LLVM
-#include "runtime/llvm/cpu_backend.hpp"
+#include "backends/llvm/cpu_backend.hpp"
 #endif
 
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/llvm/cpu_backend.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/llvm/cpu_backend.hpp"
+#include "backends/reference/executor.hpp"
 #include "support/skip.hpp"
 #include "support/tensors.hpp"
 

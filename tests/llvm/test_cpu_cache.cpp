@@ -6,7 +6,7 @@
 
 #include "cache/key.hpp"
 #include "runtime/compile.hpp"
-#include "runtime/llvm/jit_engine.hpp"
+#include "backends/llvm/jit_engine.hpp"
 #include "llvm/cpu_check.hpp"
 
 using namespace mxjit;

@@ -6,7 +6,7 @@
 
 #include "dsl/geometry.hpp"
 #include "dsl/pipeline.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 #include "runtime/tensor.hpp"
 
 namespace mxjit::test {

@@ -7,7 +7,7 @@
 
 #include "dsl/errors.hpp"
 #include "reference_test_util.hpp"
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
 
 using namespace mxjit;

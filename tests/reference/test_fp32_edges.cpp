@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "reference_test_util.hpp"
-#include "runtime/reference/scale_rules.hpp"
+#include "backends/reference/scale_rules.hpp"
 #include "support/fp32_edges.hpp"
 
 using namespace mxjit;

@@ -10,8 +10,8 @@
 #include "dsl/errors.hpp"
 #include "dsl/geometry.hpp"
 #include "dsl/pipeline.hpp"
-#include "runtime/reference/executor.hpp"
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/executor.hpp"
+#include "backends/reference/numerics.hpp"
 #include "support/tensors.hpp"
 
 using namespace mxjit;

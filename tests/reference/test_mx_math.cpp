@@ -7,7 +7,7 @@
 #include <functional>
 #include <limits>
 
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 
 using namespace mxjit;
 using namespace mxjit::reference;

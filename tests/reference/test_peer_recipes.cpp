@@ -11,8 +11,8 @@
 
 #include "dsl/peer_recipes.hpp"
 #include "reference/reference_test_util.hpp"
-#include "runtime/reference/numerics.hpp"
-#include "runtime/reference/scale_expr.hpp"
+#include "backends/reference/numerics.hpp"
+#include "backends/reference/scale_expr.hpp"
 
 using namespace mxjit;
 using namespace mxjit::reference;

@@ -12,9 +12,9 @@
 
 #include "dsl/recipes.hpp"
 #include "reference/reference_test_util.hpp"
-#include "runtime/reference/numerics.hpp"
-#include "runtime/reference/scale_expr.hpp"
-#include "runtime/reference/scale_rules.hpp"
+#include "backends/reference/numerics.hpp"
+#include "backends/reference/scale_expr.hpp"
+#include "backends/reference/scale_rules.hpp"
 #include "templates/mx_math.cuh"
 
 using namespace mxjit;

@@ -8,8 +8,8 @@
 
 #include "dsl/errors.hpp"
 #include "reference_test_util.hpp"
-#include "runtime/reference/numerics.hpp"
-#include "runtime/reference/scale_rules.hpp"
+#include "backends/reference/numerics.hpp"
+#include "backends/reference/scale_rules.hpp"
 
 using namespace mxjit;
 using namespace mxjit::reference;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "reference/reference_test_util.hpp"
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 
 using namespace mxjit;
 using namespace mxjit::reference;

@@ -10,7 +10,7 @@
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
 #include "runtime/bindings.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 
 using namespace mxjit;
 

@@ -10,10 +10,10 @@
 #include "runtime/bindings.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel.hpp"
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 #include "tools/mxjit/tool_util.hpp"
 #if MXJIT_HAVE_LLVM
-#include "runtime/llvm/cpu_backend.hpp"
+#include "backends/llvm/cpu_backend.hpp"
 #endif
 
 namespace mxjit::tool {

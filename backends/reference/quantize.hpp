@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "dsl/ir.hpp"
-#include "runtime/reference/blocking.hpp"
-#include "runtime/reference/scale_expr.hpp"
+#include "backends/reference/blocking.hpp"
+#include "backends/reference/scale_expr.hpp"
 
 namespace mxjit::reference {
 

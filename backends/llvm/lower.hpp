@@ -15,8 +15,8 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
-#include "runtime/llvm/cpu_plan.hpp"
-#include "runtime/llvm/ir_builder.hpp"
+#include "backends/llvm/cpu_plan.hpp"
+#include "backends/llvm/ir_builder.hpp"
 
 namespace mxjit::cpu::detail {
 

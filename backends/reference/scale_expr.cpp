@@ -1,11 +1,11 @@
-#include "runtime/reference/scale_expr.hpp"
+#include "backends/reference/scale_expr.hpp"
 
 #include <bit>
 #include <cmath>
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
 
 namespace mxjit::reference {

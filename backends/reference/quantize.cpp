@@ -1,8 +1,8 @@
-#include "runtime/reference/quantize.hpp"
+#include "backends/reference/quantize.hpp"
 
 #include <cmath>
 
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
 
 namespace mxjit::reference {

@@ -1,12 +1,12 @@
-#include "runtime/reference/values.hpp"
+#include "backends/reference/values.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
-#include "runtime/reference/blocking.hpp"
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/blocking.hpp"
+#include "backends/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
 
 namespace mxjit::reference {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/llvm/cpu_backend.hpp"
-#include "runtime/llvm/cpu_plan.hpp"
+#include "backends/llvm/cpu_backend.hpp"
+#include "backends/llvm/cpu_plan.hpp"
 
 namespace mxjit::cpu::detail {
 

@@ -1,4 +1,4 @@
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 
 #include <algorithm>
 #include <cmath>

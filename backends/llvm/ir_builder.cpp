@@ -1,4 +1,4 @@
-#include "runtime/llvm/ir_builder.hpp"
+#include "backends/llvm/ir_builder.hpp"
 
 #include <bit>
 #include <cmath>

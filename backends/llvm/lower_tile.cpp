@@ -5,8 +5,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "dsl/errors.hpp"
-#include "runtime/llvm/helpers.hpp"
-#include "runtime/llvm/lower.hpp"
+#include "backends/llvm/helpers.hpp"
+#include "backends/llvm/lower.hpp"
 
 namespace mxjit::cpu::detail {
 namespace {

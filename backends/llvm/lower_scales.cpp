@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
-#include "runtime/llvm/lower.hpp"
+#include "backends/llvm/lower.hpp"
 
 namespace mxjit::cpu::detail {
 namespace {

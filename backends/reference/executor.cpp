@@ -1,4 +1,4 @@
-#include "runtime/reference/executor.hpp"
+#include "backends/reference/executor.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -11,10 +11,10 @@
 #include "dsl/errors.hpp"
 #include "dsl/geometry.hpp"
 #include "runtime/bindings.hpp"
-#include "runtime/reference/blocking.hpp"
-#include "runtime/reference/numerics.hpp"
-#include "runtime/reference/quantize.hpp"
-#include "runtime/reference/values.hpp"
+#include "backends/reference/blocking.hpp"
+#include "backends/reference/numerics.hpp"
+#include "backends/reference/quantize.hpp"
+#include "backends/reference/values.hpp"
 #include "templates/mx_math.cuh"
 
 namespace mxjit::reference {

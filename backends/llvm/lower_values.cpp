@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
-#include "runtime/llvm/helpers.hpp"
-#include "runtime/llvm/lower.hpp"
+#include "backends/llvm/helpers.hpp"
+#include "backends/llvm/lower.hpp"
 
 namespace mxjit::cpu::detail {
 

@@ -1,4 +1,4 @@
-#include "runtime/reference/blocking.hpp"
+#include "backends/reference/blocking.hpp"
 
 #include <algorithm>
 #include <limits>

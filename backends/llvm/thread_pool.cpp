@@ -1,4 +1,4 @@
-#include "runtime/llvm/thread_pool.hpp"
+#include "backends/llvm/thread_pool.hpp"
 
 #include <algorithm>
 

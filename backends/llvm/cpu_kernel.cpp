@@ -12,10 +12,10 @@
 #include "dsl/geometry.hpp"
 #include "dsl/limits.hpp"
 #include "runtime/bindings.hpp"
-#include "runtime/llvm/cpu_backend.hpp"
-#include "runtime/llvm/jit_engine.hpp"
-#include "runtime/llvm/thread_pool.hpp"
-#include "runtime/reference/blocking.hpp"
+#include "backends/llvm/cpu_backend.hpp"
+#include "backends/llvm/jit_engine.hpp"
+#include "backends/llvm/thread_pool.hpp"
+#include "backends/reference/blocking.hpp"
 
 namespace mxjit::cpu {
 

@@ -1,4 +1,4 @@
-#include "runtime/llvm/cpu_plan.hpp"
+#include "backends/llvm/cpu_plan.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>

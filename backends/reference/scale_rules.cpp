@@ -1,4 +1,4 @@
-#include "runtime/reference/scale_rules.hpp"
+#include "backends/reference/scale_rules.hpp"
 
 #include <bit>
 #include <climits>
@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "dsl/errors.hpp"
-#include "runtime/reference/numerics.hpp"
+#include "backends/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
 
 namespace mxjit::reference {

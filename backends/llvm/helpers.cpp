@@ -1,4 +1,4 @@
-#include "runtime/llvm/helpers.hpp"
+#include "backends/llvm/helpers.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "runtime/llvm/jit_engine.hpp"
+#include "backends/llvm/jit_engine.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -23,8 +23,8 @@
 #include "cache/key.hpp"
 #include "dsl/errors.hpp"
 #include "runtime/compile.hpp"
-#include "runtime/llvm/helpers.hpp"
-#include "runtime/llvm/lower.hpp"
+#include "backends/llvm/helpers.hpp"
+#include "backends/llvm/lower.hpp"
 
 namespace mxjit::cpu::detail {
 namespace {

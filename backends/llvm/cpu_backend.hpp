@@ -1,7 +1,7 @@
 #pragma once
 /// \file The CPU backend (optional library `mxjit_llvm`): lowers a pipeline to LLVM IR, compiles it
 /// with ORC LLJIT for the host CPU (vectorised for its SIMD width) and runs it on a thread pool.
-/// Bit-exact with the CPU reference (runtime/reference) on every input.
+/// Bit-exact with the CPU reference (backends/reference) on every input.
 ///
 /// ```cpp
 /// using namespace mxjit;
