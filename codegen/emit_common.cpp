@@ -151,6 +151,7 @@ std::string dequant_scale_value(ScaleFormat f, int k, const std::string& offset)
     case ScaleFormat::e8m0: return fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", k, offset);
     case ScaleFormat::e4m3: return fmt::format("mx_decode<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", k, offset);
     case ScaleFormat::f32: break;
+    case ScaleFormat::bf16: throw Error("mxjit internal: bf16 scales are not read back (dequantize refuses them)");
   }
   return fmt::format("mx_ld_f32(P.in[{}], {})", k, offset);
 }
@@ -251,6 +252,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
       }
       o += "}\n";
       break;
+    case ScaleFormat::bf16: throw Error("mxjit internal: bf16 scales are generic definitions (generic_scale_from_amax)");
   }
   return indent_lines(o, in);
 }

@@ -96,13 +96,13 @@ struct KindText {
 }  // namespace
 
 std::string Plan::str() const {
-  std::vector<std::string> params;
-  for (const ParamLayout::Field& f : this->params.fields) params.push_back(fmt::format("{}:{}", param_name(f.what), f.words));
+  std::vector<std::string> fields;
+  for (const ParamLayout::Field& f : params.fields) fields.push_back(fmt::format("{}:{}", param_name(f.what), f.words));
   std::string s = std::visit(KindText{}, kernel) + "\n";
   s += fmt::format("launch: rank={} ax_r={} ax_c={} batch=[{}] threads={} ctas_per_sm={} smem={} zero=[{}] prepass={}\n", rank, ax_r,
                    ax_c, fmt::join(batch_axes, ","), threads, ctas_per_sm, smem_bytes, fmt::join(zero_outputs, ","),
                    prepass ? fmt::format("tensor_amax({}B)", prepass->workspace_bytes) : "none");
-  s += fmt::format("params: {}\n", fmt::join(params, " "));
+  s += fmt::format("params: {}\n", fmt::join(fields, " "));
   s += "schedule: " + schedule.str();
   return s;
 }

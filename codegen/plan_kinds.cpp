@@ -42,6 +42,7 @@ bool columns_rowwise(const ValueSet& v, int ax_c) {
 }
 
 TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target) {
+  (void)p;
   TiledPlan t;
   // The tile: whole scale blocks in both directions (every scale's, not only the quantizes').
   int64_t br = 1, bc = 1;

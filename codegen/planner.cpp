@@ -31,6 +31,9 @@ KernelKind choose_kind(const Pipeline& p, const ValueSet& v, const Plan& plan, c
     case KernelKind::jagged:
       if (fit == Fit::exact) throw refuse("it runs jagged groups (groups(x, axis, offsets(...)))");
       break;
+    case KernelKind::rows:
+      if (fit == Fit::exact) throw refuse("it runs whole-axis blocks (blocks(x, axis, whole))");
+      break;
     case KernelKind::automatic: break;
   }
   return direct ? KernelKind::direct : columns ? KernelKind::columns : KernelKind::tiled;

@@ -210,7 +210,7 @@ TEST_CASE("reference: FP32 scales storing the multiplier, rounded down to a powe
           for (int64_t r = start; r < ends[size_t(g)]; ++r)
             if (std::isnan(xv[x.at({r, c})])) m = NAN;
           float r_ = 448.0f / (std::isnan(m) ? m : std::max(m, 1e-12f));
-          if (pow2 && !std::isnan(r_)) r_ = r_ == 0 ? 0.0f : std::exp2(std::floor(std::log2(double(r_))));
+          if (pow2 && !std::isnan(r_)) r_ = r_ == 0 ? 0.0f : float(std::exp2(std::floor(std::log2(double(r_)))));
           const float want = mult ? r_ : 1.0f / r_;
           const float got = scales[g * C + c];
           if (!(got == want || (std::isnan(got) && std::isnan(want)))) ++bad_scale;

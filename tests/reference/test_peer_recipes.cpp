@@ -132,7 +132,7 @@ TEST_CASE("peer recipes: elements under a sweep of bf16 amaxes") {
       const BlockScale b = block_scale(sn, a, 0.0f);
       for (int i = 0; i < 300; ++i) {
         // bf16 x with |x| <= amax: the block's largest element and everything below it
-        float x = i == 0 ? a : from_bits((rng() % (u + 1)) << 16);
+        float x = i == 0 ? a : from_bits(uint32_t(rng() % (u + 1)) << 16);
         if (rng() & 1) x = -x;
         const uint8_t got = encode_rne(e4m3, scale_element(sn, x, b.factor), p.sat);
         const uint8_t want = encode_rne(e4m3, p.element(a, x), p.sat);
