@@ -238,7 +238,11 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   const int CU = jp.cached_rows_per_step;
   const std::string ix = fmt::format("ix{}", ar);
   const int K = jp.cluster;
-  const std::string cdims = K > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", K) : "";
+  // A cluster fixed by the kernel, or chosen at launch (JaggedPlan::cluster_at_launch: always a
+  // cluster launch, its size read from %cluster_nctarank).
+  const bool at_launch = K > 1 && jp.cluster_at_launch;
+  const std::string cdims = K > 1 && !at_launch ? fmt::format("__cluster_dims__({}, 1, 1) ", K) : "";
+  const std::string KS = at_launch ? "K_" : std::to_string(K);  // the cluster size, a C expression
   x.out += fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}, {}) {}(const MxParams P) {{\n", cdims, pl.threads,
                        pl.ctas_per_sm, pl.kernel_name);
   x.out += "  extern __shared__ float4 mx_smem4[];\n";
@@ -250,7 +254,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   x.out += fmt::format("  mx_u32* const s_flag = reinterpret_cast<mx_u32*>(s_mult + {});  // [{}]\n", W, W);
   if (K > 1) x.out += fmt::format("  mx_u32* const s_part = s_flag + {};  // [{}]: this CTA's column maxima, read by the cluster\n", W, W);
   // The CTA's column tile, and (with a cluster) its rank = its part of the group's rows.
-  x.out += K > 1 ? fmt::format("  const unsigned bx = blockIdx.x / {0}, q = blockIdx.x % {0};  // q: the rank in the cluster\n", K)
+  if (at_launch) x.out += fmt::format("  const unsigned K_ = mx_cluster_size();  // CTAs per cluster, at most {}\n", K);
+  x.out += K > 1 ? fmt::format("  const unsigned bx = blockIdx.x / {0}, q = blockIdx.x % {0};  // q: the rank in the cluster\n", KS)
                  : "  const unsigned bx = blockIdx.x;\n";
   if (!whole) x.out += fmt::format("  const int* const ends = static_cast<const int*>(P.in[{}]);\n", x.p.input_index(block_of(sn).offsets));
   x.out += fmt::format("  const mx_i64 G = P.tiles_r, g = blockIdx.y, n_r = P.shape[{}], n_c = P.shape[{}];\n", ar, ac);
@@ -270,7 +275,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   }
   if (K > 1) {
     // Parts of a multiple of 16 rows: column-major runs stay whole across the parts' borders.
-    x.out += fmt::format("  {{  // this CTA's part of the rows\n    const mx_i64 ch = ((row_e - row_s + {}) / {} + 15) & ~mx_i64(15);\n", K - 1, K);
+    x.out += fmt::format("  {{  // this CTA's part of the rows\n    const mx_i64 ch = ((row_e - row_s + {}) / {} + 15) & ~mx_i64(15);\n",
+                         at_launch ? "K_ - 1" : std::to_string(K - 1), KS);
     x.out += "    const mx_i64 s_ = row_s + q * ch < row_e ? row_s + q * ch : row_e;\n";
     x.out += "    row_e = s_ + ch < row_e ? s_ + ch : row_e;\n    row_s = s_;\n  }\n";
   }
@@ -438,7 +444,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     // Partial maxima to the cluster: arrive/wait makes every CTA's part[] visible to all.
     x.out += "    s_part[cw] = m;\n  }\n  mx_cluster_sync();\n";
     x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{\n    mx_u32 m = 0u;\n", W, pl.threads);
-    x.out += fmt::format("#pragma unroll\n    for (unsigned j = 0; j < {}u; ++j) {{ const mx_u32 o_ = mx_ld_cluster_u32(s_part + cw, j); m = o_ > m ? o_ : m; }}\n", K);
+    x.out += fmt::format("{}    for (unsigned j = 0; j < {}; ++j) {{ const mx_u32 o_ = mx_ld_cluster_u32(s_part + cw, j); m = o_ > m ? o_ : m; }}\n",
+                         at_launch ? "" : "#pragma unroll\n", at_launch ? KS : KS + "u");
   }
   x.out += scale_from_amax(sn, "    ");
   x.out += "    if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";

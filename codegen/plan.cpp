@@ -88,8 +88,9 @@ struct KindText {
   }
   std::string operator()(const JaggedPlan& j) const {
     if (!j.vector) return j.lanes ? "jagged: scalar (a warp per column, lanes along the rows)" : "jagged: scalar (one thread per column)";
-    return fmt::format("jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={} run_rows={}",
-                       j.cols_per_cta, j.cached_rows, j.cached_rows_per_step, j.rows_in_flight, j.cluster, j.run_rows);
+    return fmt::format("jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={}{} run_rows={}",
+                       j.cols_per_cta, j.cached_rows, j.cached_rows_per_step, j.rows_in_flight, j.cluster,
+                       j.cluster_at_launch ? " (at most, chosen at launch)" : "", j.run_rows);
   }
 };
 
@@ -146,8 +147,18 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
         if (a != ax_c && a != r->across_axis) l.tiles_r *= shape[size_t(a)];
       l.tiles_c = ceil_div(shape[size_t(r->across_axis)], r->columns->cols_per_cta);
       if (l.tiles_r > 65535) throw UsageError(fmt::format("launch: {} line tiles along the batch axes exceed 65535", l.tiles_r));
-      if (l.tiles_c * r->columns->cluster >= k31) throw UsageError("launch: the domain is too large for one launch");
-      l.grid[0] = unsigned(l.tiles_c * r->columns->cluster), l.grid[1] = unsigned(l.tiles_r);
+      const JaggedPlan& j = *r->columns;
+      int64_t k = j.cluster;
+      if (j.cluster_at_launch) {
+        // The fewest CTAs (a power of two) whose parts of the whole axis (16-row multiples) fit
+        // the row cache, at most j.cluster: a short axis is not cut into slivers.
+        const int64_t n = shape[size_t(ax_c)];
+        auto part = [&](int64_t c) { return ((n + c - 1) / c + 15) / 16 * 16; };
+        for (k = 1; k < j.cluster && part(k) > j.cached_rows;) k *= 2;
+        l.cluster = unsigned(k);
+      }
+      if (l.tiles_c * k >= k31) throw UsageError("launch: the domain is too large for one launch");
+      l.grid[0] = unsigned(l.tiles_c * k), l.grid[1] = unsigned(l.tiles_r);
       return l;
     }
     if (r->across_axis >= 0) {

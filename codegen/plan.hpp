@@ -112,6 +112,9 @@ struct JaggedPlan {
   int cached_rows_per_step = 4;  ///< cached rows read back per loop step (2 within 64 registers)
   int rows_in_flight = 8;       ///< rows a thread keeps in flight through registers
   int cluster = 1;              ///< CTAs splitting each group's rows (a thread-block cluster, sm_90+)
+  /// The cluster is chosen at launch, at most `cluster` CTAs: the fewest whose parts of the rows
+  /// fit the row cache (the rows kernel's across form, whose whole axis is known at launch only).
+  bool cluster_at_launch = false;
   /// Column-major codes: rows a thread encodes and transposes at a time, one store of a column's
   /// run (4, 8 or 16 bytes); 0 for row-major codes.
   int run_rows = 0;
@@ -182,6 +185,11 @@ struct Launch {
   /// Persistent CTAs (the columns kernel's ring): grid[0] is the tile count, which the launcher
   /// caps at the CTAs the GPU holds at once.
   bool persistent = false;
+  /// CTAs per thread-block cluster chosen at launch (cuLaunchKernelEx's cluster dimension along
+  /// x, grid[0] a multiple of it; 1 is a cluster launch too, so the kernel's cluster barriers and
+  /// %cluster_nctarank are defined); 0: a plain launch (no cluster, or one fixed by the kernel's
+  /// __cluster_dims__).
+  unsigned cluster = 0;
 };
 
 /// How one kernel covers the domain.

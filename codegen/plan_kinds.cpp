@@ -316,6 +316,8 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
         else if (f32) js.ctas_per_sm = 2;
       }
       r.columns = plan_jagged(p, v, cp, js, target, true);
+      // The default cluster is a maximum, its size chosen at launch from the whole axis's extent.
+      r.columns->cluster_at_launch = !s.cluster && r.columns->cluster > 1;
       plan.threads = cp.threads;
       plan.ctas_per_sm = cp.ctas_per_sm;
       plan.smem_bytes = cp.smem_bytes;

@@ -40,6 +40,7 @@ class Driver {
   X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8_v2)         \
   X(cuMemsetD8Async) X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel)       \
   X(cuKernelGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel)   \
+  X(cuLaunchKernelEx)                                                                    \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                         \
   X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)                         \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)        \

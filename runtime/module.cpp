@@ -85,17 +85,37 @@ LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes) {
   return *e;
 }
 
-void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args) const {
-  if (!state_) throw UsageError("LoadedKernel::launch: no kernel is loaded");
+void launch_function(void* function, Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster) {
   Driver& d = Driver::get();
+  const auto fn = static_cast<CUfunction>(function);
+  const auto st = reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream));
+  if (cluster == 0) {
+    d.check(d.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem_bytes, st, args, nullptr), "cuLaunchKernel");
+    return;
+  }
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid.x, cfg.gridDimY = grid.y, cfg.gridDimZ = grid.z;
+  cfg.blockDimX = block.x, cfg.blockDimY = block.y, cfg.blockDimZ = block.z;
+  cfg.sharedMemBytes = smem_bytes;
+  cfg.hStream = st;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  d.check(d.cuLaunchKernelEx(&cfg, fn, args, nullptr), "cuLaunchKernelEx (cluster dimension)");
+}
+
+void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster) const {
+  if (!state_) throw UsageError("LoadedKernel::launch: no kernel is loaded");
   CUfunction fn = nullptr;
   {
     std::lock_guard lock(state_->mutex);
     fn = state_->entry(smem_bytes).fn;
   }
-  d.check(d.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem_bytes,
-                           reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream)), args, nullptr),
-          "cuLaunchKernel");
+  launch_function(fn, grid, block, smem_bytes, stream, args, cluster);
 }
 
 std::pair<void*, void*> LoadedKernel::function(unsigned smem_bytes) const {

@@ -13,6 +13,11 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// Launches CUfunction `function` (as void*) on `stream`: cuLaunchKernel, or, where `cluster` is
+/// not 0, cuLaunchKernelEx with a thread-block cluster of `cluster` CTAs along x (grid.x a
+/// multiple of it; Launch::cluster). Throws CudaError naming the call.
+void launch_function(void* function, Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster = 0);
+
 /// One kernel of a loaded cubin (move-only; unloads the library on destruction). The library is
 /// context-independent; the CUfunction of each context is looked up once and cached.
 class LoadedKernel {
@@ -31,7 +36,7 @@ class LoadedKernel {
   /// Launches on `stream` (a CUstream as integer, 0 = default stream) in the calling thread's
   /// current context (GPU 0's primary context when none is current). Dynamic shared memory above
   /// 48 KiB is opted into once per context. `args` as for cuLaunchKernel. Thread-safe.
-  void launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args) const;
+  void launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster = 0) const;
   /// How many CTAs of `threads` threads and `smem_bytes` dynamic shared memory the current
   /// context's GPU holds at once (multiprocessors x the occupancy calculator's CTAs per SM, at
   /// least 1): the grid of a persistent kernel. Cached per context. Thread-safe.

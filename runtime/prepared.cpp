@@ -40,6 +40,7 @@ struct PreparedLaunch::State {
   unsigned grid[3] = {1, 1, 1};
   unsigned tiles = 0;        ///< a persistent kernel's grid before the cap (another context recomputes it)
   bool persistent = false;
+  unsigned cluster = 0;      ///< CTAs per cluster chosen at launch, 0 for a plain launch (Launch::cluster)
   unsigned threads = 0, smem = 0;
   std::optional<PreparedLaunch> prepass;
   std::vector<int> prepass_inputs;
@@ -172,6 +173,7 @@ PreparedLaunch make_prepared(PreparedParts&& parts) {
   s->smem = unsigned(plan.smem_bytes);
   std::copy(std::begin(launch.grid), std::end(launch.grid), s->grid);
   s->persistent = launch.persistent;
+  s->cluster = launch.cluster;
   s->tiles = launch.grid[0];
   if (s->kernel) {
     // Persistent CTAs walk the tiles: as many as the GPU holds at once.
@@ -233,14 +235,13 @@ void PreparedLaunch::operator()(uint64_t stream, std::span<const uint64_t> ptrs,
   void* args[] = {w};
   CUcontext cur = nullptr;
   if (s.function && d.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == static_cast<CUcontext>(s.context)) {
-    d.check(d.cuLaunchKernel(static_cast<CUfunction>(s.function), s.grid[0], s.grid[1], s.grid[2], s.threads, 1, 1,
-                             s.smem, st, args, nullptr), "cuLaunchKernel");
+    detail::launch_function(s.function, {s.grid[0], s.grid[1], s.grid[2]}, {s.threads, 1, 1}, s.smem, stream, args, s.cluster);
     return;
   }
   if (!s.kernel) throw UsageError("PreparedLaunch: prepared without a GPU, its kernel not loaded: fill_words only");
   // Another context than at prepare: its function (and persistent grid) looked up there.
   unsigned grid_x = s.persistent ? std::min(s.tiles, s.kernel->resident_ctas(s.threads, s.smem)) : s.grid[0];
-  s.kernel->launch({grid_x, s.grid[1], s.grid[2]}, {s.threads, 1, 1}, s.smem, stream, args);
+  s.kernel->launch({grid_x, s.grid[1], s.grid[2]}, {s.threads, 1, 1}, s.smem, stream, args, s.cluster);
 }
 
 }  // namespace mxjit

@@ -167,6 +167,17 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
 MX_D void mx_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 MX_D void mx_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 MX_D void mx_cluster_sync() { mx_cluster_arrive(); mx_cluster_wait(); }
+// The launch's cluster size and this CTA's rank in it.
+MX_D unsigned mx_cluster_size() {
+  unsigned n;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+MX_D unsigned mx_cluster_rank() {
+  unsigned r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
 // The word at `p` (this CTA's shared memory) in the shared memory of cluster rank `rank`.
 MX_D mx_u32 mx_ld_cluster_u32(const mx_u32* p, unsigned rank) {
   const unsigned local = unsigned(__cvta_generic_to_shared(p));

@@ -65,21 +65,43 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   CHECK(p3.rows().across_axis == 2);  // lanes across the (e, n) lines, 32 neighbours along N
   // Lines along a 16-byte-readable axis: the jagged vector kernel's two passes over the whole axis
   // (RowsPlan::columns), 64 lines per CTA, the E axis on grid y.
-  // A cluster of 8 CTAs splits each tile's whole axis, one CTA per SM (codes along the lines).
+  // A cluster of up to 8 CTAs splits each tile's whole axis, one CTA per SM (codes along the
+  // lines); the launch takes the fewest CTAs whose parts fit the row cache.
   REQUIRE(p3.rows().columns);
   CHECK(p3.rows().columns->cols_per_cta == 64);
   CHECK(p3.rows().columns->cluster == 8);
+  CHECK(p3.rows().columns->cluster_at_launch);
   CHECK(p3.ctas_per_sm == 1);
-  CHECK(p3.launch({4, 5120, 96}, 0).tiles_c == 2);
-  CHECK(p3.launch({4, 5120, 96}, 0).grid[0] == 16u);
-  CHECK(p3.launch({4, 5120, 96}, 0).grid[1] == 4u);
+  const int64_t cached = p3.rows().columns->cached_rows;
+  for (int64_t n : {int64_t(1), int64_t(16), int64_t(128), int64_t(512), int64_t(5120), int64_t(8192), int64_t(16640), int64_t(70000)}) {
+    CAPTURE(n);
+    const Launch l = p3.launch({4, n, 96}, 0);
+    CHECK(l.tiles_c == 2);
+    CHECK(l.grid[1] == 4u);
+    CHECK(l.grid[0] == 2u * l.cluster);
+    CHECK((l.cluster == 1 || l.cluster == 2 || l.cluster == 4 || l.cluster == 8));
+    auto part = [&](int64_t k) { return ((n + k - 1) / k + 15) / 16 * 16; };
+    CHECK((part(l.cluster) <= cached || l.cluster == 8));  // the parts fit the cache, or the most CTAs
+    if (l.cluster > 1) CHECK(part(l.cluster / 2) > cached);  // and no fewer CTAs would
+  }
+  CHECK(p3.launch({4, 512, 96}, 0).cluster == 1u);  // short axes: one CTA per tile
   CHECK(plan.rows().across_axis == -1);
   CHECK(!plan.rows().columns);
   const Plan col = make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1));
   REQUIRE(col.rows().columns);
   CHECK(col.rows().columns->cluster == 8);
+  CHECK(col.launch({16640, 5120}, 0).cluster == 8u);
   CHECK(col.launch({16640, 5120}, 0).grid[0] == 640u);
-  CHECK(make_generated_source(rowwise(DType::bf16, 2, 0), t, unit_along(1)).find("__cluster_dims__(8, 1, 1)") != std::string::npos);
+  CHECK(col.launch({128, 5120}, 0).cluster == 1u);
+  // The cluster's size is read at run time; a schedule's cluster is fixed in the kernel.
+  const std::string src = make_generated_source(rowwise(DType::bf16, 2, 0), t, unit_along(1));
+  CHECK(src.find("__cluster_dims__") == std::string::npos);
+  CHECK(src.find("mx_cluster_size()") != std::string::npos);
+  const Plan fixed = make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1), Schedule::parse("tune(cluster=4)"));
+  CHECK(!fixed.rows().columns->cluster_at_launch);
+  CHECK(fixed.launch({128, 5120}, 0).cluster == 0u);  // a plain launch: the kernel's __cluster_dims__ says 4
+  CHECK(plan.launch({16384, 5120}, 0).cluster == 0u);
+  CHECK(fixed.launch({128, 5120}, 0).grid[0] == 320u);
   // Without clusters (sm_89): one CTA per tile, 2 per SM.
   CHECK(make_plan(rowwise(DType::bf16, 2, 0), Target::parse("sm_89"), unit_along(1)).rows().columns->cluster == 1);
   // torchao's transposed 3-D rowwise (B_t (E, K, N) K unit-stride, N whole, codes along N): the

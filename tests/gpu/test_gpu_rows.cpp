@@ -161,6 +161,7 @@ TEST_CASE("rows kernel on the GPU: the across form on 16-byte columns (colwise, 
         bad += check(k, dt, {3001, 77}, l, {80, 1});
         bad += check(k, dt, {7, 520}, l);
         bad += check(k, dt, {1, 64}, l);
+        bad += check(k, dt, {12000, 64}, l);  // the launch's cluster at its largest (8 parts)
       }
     }
   // 3-D, K whole, N unit-stride (one scale per (e, n)): codes along N, or along K (pass 2 in runs
@@ -177,6 +178,7 @@ TEST_CASE("rows kernel on the GPU: the across form on 16-byte columns (colwise, 
         bad += check(k, dt, {3, 1000, 96}, l);
         bad += check(k, dt, {2, 523, 77}, l, {523 * 80, 80, 1});
         bad += check(k, dt, {1, 17, 40}, l);
+        bad += check(k, dt, {2, 5000, 40}, l);  // clusters of 4 to 8 chosen at launch
       }
     }
   // torchao's B_t (E, K, N) with K unit-stride (memory (E, N, K)), one scale per (e, k) over N,
