@@ -1,6 +1,11 @@
 // The jagged kernel: jagged groups along ax_r (MoE token groups from a device offsets array,
-// no host synchronisation). One CTA per (group, 256 columns); each thread owns one column:
-// pass 1 reads the group's rows for the column amax, pass 2 reads them again and writes codes.
+// no host synchronisation); pass 1 reads a group's rows for its column maxima, pass 2 reads them
+// again and writes codes. Three forms (JaggedPlan):
+//   scalar  one thread per column, one element per load (any strides and types); `lanes`: a warp
+//           per column, its lanes on consecutive rows (inputs unit-stride along the groups);
+//   vector  a CTA per (group, 32..256 columns), 16-byte loads, a shared-memory row cache, codes
+//           row-major or, in runs of rows transposed in registers, column-major; it also serves
+//           the rows kernel's whole-axis casts across lines (emit_whole_columns_kernel).
 // A last "group" G covers the rows past the final end (their codes are 0, as in the reference).
 //
 //   rows  0 .. e0     | group 0: one scale per column  -> s[0, c]
