@@ -26,7 +26,7 @@ done
 args=(-C "cmake.define.MXJIT_WITH_LLVM=$llvm" -C "build-dir=build/py-{wheel_tag}-llvm$llvm")
 if [ -f build/CMakeCache.txt ] && [ -f build/cmake_install.cmake ]; then
   cmake --build build -j"$(nproc)" --target mxjit_runtime mxjit_cache mxjit_codegen mxjit_dsl mxjit_reference \
-        mxjit_templates $( [ "$llvm" = ON ] && grep -q "MXJIT_WITH_LLVM:BOOL=ON" build/CMakeCache.txt && echo mxjit_llvm )
+        mxjit_templates $(grep -q "MXJIT_WITH_LLVM:BOOL=ON" build/CMakeCache.txt && echo mxjit_llvm)  # install needs it
   cmake --install build --prefix build/py-prefix --component dev >/dev/null
   args+=(-C "cmake.define.MXJIT_PREBUILT=$PWD/build/py-prefix")
 fi

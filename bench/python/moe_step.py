@@ -267,13 +267,41 @@ def profile_share(fn, x, b_t, offs, grad_out, steps=3):
             run_step(fn, x, b_t, offs, grad_out)
         torch.cuda.synchronize()
     per = {}
+    spans = []
     for ev in prof.events():
         if ev.device_type == torch.autograd.DeviceType.CUDA:  # a kernel (or memcpy/memset) on the GPU
             per[ev.name] = per.get(ev.name, 0.0) + ev.time_range.elapsed_us() / steps
+            spans.append((ev.time_range.start, ev.time_range.end, ev.name))
     total = sum(per.values()) or 1.0
     cast = sum(v for n, v in per.items() if is_cast(n))
     kernels = sorted(([n, v, is_cast(n)] for n, v in per.items()), key=lambda r: -r[1])
-    return cast / total, total, kernels
+    return cast / total, total, kernels, idle_gaps(spans)
+
+
+def idle_gaps(spans) -> list:
+    """[gap us, kernel before, kernel after] for each stretch where the GPU ran nothing between two
+    kernels of the profiled steps, longest first (the steps run back to back, so a gap is host time)."""
+    spans = sorted(spans)
+    gaps, end = [], None
+    for s, e, name in spans:
+        if end is not None and s > end[0]:
+            gaps.append([s - end[0], end[1], name])
+        if end is None or e > end[0]:
+            end = (e, name)
+    return sorted(gaps, key=lambda g: -g[0])
+
+
+def host_ms(fn, x, b_t, offs, grad_out, steps) -> float:
+    """Median host time to enqueue one step (no synchronisation inside): above the GPU time per step,
+    the step is bound by the host."""
+    times = []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        run_step(fn, x, b_t, offs, grad_out)
+        times.append(1e3 * (time.perf_counter() - t))
+    torch.cuda.synchronize()
+    return statistics.median(times)
 
 
 # ---- the MXFP8 recipe's casts of one step (Blackwell GEMMs; the casts are measurable here) ----
@@ -434,11 +462,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for mode in modes:
                 if mode == "bf16":
                     continue
-                share, total, kernels = profile_share(layer_fn(mode), x, b_t, offs, grad_out)
+                share, total, kernels, gaps = profile_share(layer_fn(mode), x, b_t, offs, grad_out)
                 shares[mode] = share
                 say(f"profile {mode}: casts {100 * share:.1f}% of {total / 1000:.3f} ms GPU time per step")
                 for n, us, c in kernels[:12]:
                     say(f"    {'cast ' if c else '     '}{us:9.1f} us  {n[:110]}")
+                say(f"  GPU idle between kernels: {sum(g[0] for g in gaps) / 3 / 1000:.3f} ms per step; longest:")
+                for us, before, after in gaps[:6]:
+                    say(f"    {us:9.1f} us  after {before[:50]}  before {after[:50]}")
+                say(f"  host time to enqueue a step: {host_ms(layer_fn(mode), x, b_t, offs, grad_out, 10):.3f} ms")
         for mode in modes:
             sp = results.get("torchao", float("nan")) / results[mode]
             vs_bf16 = results.get("bf16", float("nan")) / results[mode]

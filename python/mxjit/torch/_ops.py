@@ -407,15 +407,21 @@ def mx_block_rearrange(scales: torch.Tensor) -> torch.Tensor:
 # ---- the generic op: any pipeline on torch tensors ----
 
 _registered: dict = {}
+_names: dict = {}  # pipeline hash -> its name: printing the text form costs ~35 us a call, the hash ~0.2
 
 
 def register_pipeline(p: mxjit.Pipeline) -> str:
     """The name `run` knows `p` by: its text form when it has one, else "hash:<hex>" (registered here)."""
+    h = p.hash
+    text = _names.get(h)
+    if text is not None:
+        return text
     try:
         text = p.to_text()
     except mxjit.UsageError:
-        text = "hash:" + p.hash
+        text = "hash:" + h
         _registered[text] = p
+    _names[h] = text
     return text
 
 
