@@ -39,8 +39,30 @@ bool has_grouped_layout(const Pipeline& p) {
   return false;
 }
 
+namespace {
+
+/// Output o's grouped layout is by rows with one scale per domain row, rows on the tile's row axis.
+bool grouped_one_per_row(const Ctx& x, int o) {
+  const Output& out = x.p.outputs().at(size_t(o));
+  if (!out.layout.grouped() || out.dtype != DType::u8 || x.p.input_index(out.layout.group_offsets()) < 0) return false;
+  const NodePtr& sn = x.v.scales.at(size_t(x.v.output_index.at(size_t(o))));
+  const int ra = blocked_axes(block_of(sn), x.plan.rank).first, ga = out.layout.group_axis();
+  return ga == ra && ra == x.plan.ax_r && block_of(sn).size_along(ga) == 1;
+}
+
+}  // namespace
+
+std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, const std::string& var) {
+  if (!grouped_one_per_row(x, o)) return "";
+  const Output& out = x.p.outputs().at(size_t(o));
+  const int k = x.p.input_index(out.layout.group_offsets()), ga = out.layout.group_axis();
+  return fmt::format("const mx_i64 {} = mx_grouped_rows_place(static_cast<const int*>(P.in[{}]), P.in_stride[{}][0], "
+                     "P.in_extent[{}], P.shape[{}], {});\n", var, k, k, k, ga, row);
+}
+
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
-                                const std::string& val, const std::string& indent, const std::string& ptr) {
+                                const std::string& val, const std::string& indent, const std::string& ptr,
+                                const std::string& placed) {
   const Output& out = x.p.outputs().at(size_t(o));
   const NodePtr& sn = x.v.scales.at(size_t(x.v.output_index.at(size_t(o))));
   const auto [ra, ca] = blocked_axes(block_of(sn), x.plan.rank);
@@ -56,9 +78,13 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
   s += fmt::format("  const mx_i64 gs_r = {}, gs_c = {}, gs_nr = P.out_shape[{}][{}], gs_nc = P.out_shape[{}][{}];\n", row,
                    col, o, ra, o, ca);
   s += "  if (gs_r < gs_nr && gs_c < gs_nc) {\n";
-  s += fmt::format("    const mx_i64 gs_off = mx_grouped_blocked_offset<{}>(static_cast<const int*>(P.in[{}]), "
-                   "P.in_stride[{}][0], P.in_extent[{}], {}, P.shape[{}], gs_r, gs_c, gs_nr, gs_nc);\n",
-                   ga == ra ? "true" : "false", k, k, k, block_of(sn).size_along(ga), ga);
+  if (!placed.empty() && grouped_one_per_row(x, o))
+    s += fmt::format("    const mx_i64 gs_off = {0} >= 0 ? mx_blocked_offset<128, 4>(0, {0}, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;\n",
+                     placed);
+  else
+    s += fmt::format("    const mx_i64 gs_off = mx_grouped_blocked_offset<{}>(static_cast<const int*>(P.in[{}]), "
+                     "P.in_stride[{}][0], P.in_extent[{}], {}, P.shape[{}], gs_r, gs_c, gs_nr, gs_nc);\n",
+                     ga == ra ? "true" : "false", k, k, k, block_of(sn).size_along(ga), ga);
   s += fmt::format("    if (gs_off >= 0) {}[gs_off] = {};\n  }}\n}}\n",
                    ptr.empty() ? fmt::format("static_cast<mx_u8*>(P.out[{}])", o) : ptr, val);
   return indent_lines(s, indent);

@@ -127,8 +127,16 @@ bool has_grouped_layout(const Pipeline& p);
 /// layout's offsets input on the device; scales outside the scale tensor or past the last group
 /// end are not stored. Padding is not written: the launcher zeroes the whole output first
 /// (Plan::zero_outputs).
+/// `placed`: a variable holding the scale row's padded row (grouped_rows_place), for layouts
+/// grouped by rows with one scale per row: then no walk over the groups per scale.
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
-                                const std::string& val, const std::string& indent, const std::string& ptr = "");
+                                const std::string& val, const std::string& indent, const std::string& ptr = "",
+                                const std::string& placed = "");
+
+/// The line declaring `var`, the padded row of scale row `row` of output o (grouped by rows with
+/// one scale per domain row along the tile's row axis), found by the whole warp together
+/// (mx_grouped_rows_place): emitted where every lane runs it. Empty for other layouts.
+std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, const std::string& var);
 /// Writes the scales of output `o` for the CTA's tile from shared memory (s<i>_info: the byte in
 /// the low 8 bits; s<i>_val: the FP32 scale; index (scale row in tile) * (tile_c / block cols) +
 /// scale column), consecutive threads on neighbouring bytes of the scale tensor. The last tile

@@ -189,10 +189,14 @@ void emit_scale_store(Ctx& x, int o, int s) {
                          t, o, mxjit::detail::blocked_atom(out.layout).first, mxjit::detail::blocked_atom(out.layout).second, pl.direct().block_cols, val, t);
     return;
   }
+  const bool placed = out.layout.grouped() && !grouped_rows_place(x, o, "", "").empty();
   x.out += fmt::format("    if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.direct().lanes_per_block);
   x.out += fmt::format("      {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
   x.out += fmt::format("      const int C = cc / {};\n", pl.direct().block_cols);
-  if (out.layout.grouped()) return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ", "sp") + "    }\n");
+  if (out.layout.grouped())
+    return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ", "sp",
+                                             placed ? fmt::format("gp{}", o) : "") +
+                         "    }\n");
   x.out += fmt::format("      sp[{}] = {};\n    }}\n", scale_offset(x, o, "C"), val);
 }
 
@@ -413,9 +417,20 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block;
   const std::vector<int> ra = row_axes(pl);
   x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
+  // Token groups: the warp finds the padded rows of its chunks' rows in one search, lane l for
+  // chunk l % U (here every lane runs), then chunk u takes lane u's.
+  std::vector<int> placed;
+  for (size_t o = 0; o < x.p.outputs().size(); ++o)
+    if (!grouped_rows_place(x, int(o), "", "").empty()) placed.push_back(int(o));
+  if (!placed.empty()) {
+    x.out += fmt::format("  mx_i64 grow_ = ix{}_[0];  // the row lane l searches: chunk l % {}'s\n", pl.ax_r, U);
+    for (int u = 1; u < U; ++u) x.out += fmt::format("  if ((threadIdx.x & 31u) % {}u == {}u) grow_ = ix{}_[{}];\n", U, u, pl.ax_r, u);
+    for (int o : placed) x.out += "  " + grouped_rows_place(x, o, "grow_", fmt::format("gpw{}", o));
+  }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const int cc = cc_[u];\n";
   for (int a : ra) x.out += fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a);
+  for (int o : placed) x.out += fmt::format("    const mx_i64 gp{0} = __shfl_sync(0xffffffffu, gpw{0}, u);\n", o);
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     const InputDecl& in = x.p.inputs()[k];
     if (in.kind != InputDecl::tensor) continue;

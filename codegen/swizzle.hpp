@@ -31,6 +31,7 @@ inline constexpr int kSwizzleMaxRank = 8;
 struct SwizzleSpec {
   bool unswizzle = false;  ///< false: linear -> blocked; true: blocked -> linear
   int atom_rows = 128;     ///< 128 or 8 (the atom has 4 columns)
+  bool tiled = false;      ///< swizzle to 128x4 by tiles through shared memory (kSwizzleTileCols)
   friend bool operator==(const SwizzleSpec&, const SwizzleSpec&) = default;
 };
 
@@ -49,6 +50,18 @@ inline constexpr int kSwizzleParamWords = 6 + 2 * kSwizzleMaxRank;
 
 /// Threads per block of the generated kernels.
 inline constexpr int kSwizzleThreads = 256;
+
+/// Columns of a tile of the tiled 128x4 swizzle kernel: each CTA (kSwizzleThreads threads) reads
+/// 128 rows x 32 columns of one batch slice, 16 bytes a thread, and writes the 8 atoms they fill
+/// as 4 KiB in a row, 16 bytes a thread (the word kernel gathers each word's bytes from 4 rows):
+///
+///     linear rows r0..r0+127, columns c0..c0+31     blocked atoms (r0/128, c0/4 .. c0/4+7)
+///       row r0     [ 32 bytes ]                 ->    atom a, line l (16 B) = rows l, l+32, l+64,
+///       row r0+1   [ 32 bytes ]                       l+96 of columns c0+4a .. c0+4a+3
+///       ...
+///
+/// Grid: x = ceil(cols_p / 32), y = rows_p / 128 (at most 65535), z = batch slices (a loop past 65535).
+inline constexpr int kSwizzleTileCols = 32;
 
 /// Generates the kernel for `spec`. Throws UsageError for an atom other than 128x4 or 8x4.
 SwizzleKernel generate_swizzle(const SwizzleSpec& spec);

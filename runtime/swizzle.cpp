@@ -150,9 +150,26 @@ void launch(const detail::SwizzleSpec& spec, const TensorView& linear, const Ten
   w.push_back(round_up(linear.shape[size_t(rank) - 1], 4));
   for (int a = 0; a < detail::kSwizzleMaxRank; ++a) w.push_back(a < rank ? linear.shape[size_t(a)] : 1);
   for (int a = 0; a < detail::kSwizzleMaxRank; ++a) w.push_back(a < rank ? linear.strides[size_t(a)] : 0);
-  const int64_t blocks = std::min<int64_t>((bytes / 4 + detail::kSwizzleThreads - 1) / detail::kSwizzleThreads, 1 << 20);
   void* args[] = {w.data()};
+  if (spec.tiled) {
+    const int64_t rows_p = w[4], cols_p = w[5];
+    const int64_t slices = bytes / (rows_p * cols_p);
+    k.launch({unsigned((cols_p + detail::kSwizzleTileCols - 1) / detail::kSwizzleTileCols), unsigned(rows_p / 128),
+              unsigned(std::min<int64_t>(slices, 65535))},
+             {unsigned(detail::kSwizzleThreads), 1, 1}, 0, stream, args);
+    return;
+  }
+  const int64_t blocks = std::min<int64_t>((bytes / 4 + detail::kSwizzleThreads - 1) / detail::kSwizzleThreads, 1 << 20);
   k.launch({unsigned(blocks), 1, 1}, {unsigned(detail::kSwizzleThreads), 1, 1}, 0, stream, args);
+}
+
+/// The GPU swizzle kernel for `layout` and `linear`: the tiled one for blocked128x4 where its grid
+/// fits (atom rows on grid y), else the word kernel.
+detail::SwizzleSpec swizzle_spec(const Layout& layout, const TensorView& linear) {
+  const int ar = gpu_atom_rows(layout);
+  const int64_t atom_rows = (linear.shape[size_t(linear.rank()) - 2] + 127) / 128;
+  const int64_t tiles = (linear.shape.back() + detail::kSwizzleTileCols - 1) / detail::kSwizzleTileCols;
+  return {false, ar, ar == 128 && atom_rows <= 65535 && tiles < (int64_t(1) << 31)};
 }
 
 }  // namespace
@@ -177,7 +194,7 @@ int64_t linear_offset(const TensorView& v, const std::vector<int64_t>& idx) {
 void swizzle_scales(const TensorView& linear, const TensorView& blocked, const Layout& layout, uint64_t stream) {
   const int64_t n = check_views("swizzle_scales", linear, blocked, layout);
   if (n == 0) return;
-  if (linear.device == DeviceKind::cuda) return launch({false, gpu_atom_rows(layout)}, linear, blocked, n, stream);
+  if (linear.device == DeviceKind::cuda) return launch(swizzle_spec(layout, linear), linear, blocked, n, stream);
   const BoundLayout l = bind_scales(layout, linear.rank());
   const auto* in = static_cast<const uint8_t*>(linear.data);
   auto* out = static_cast<uint8_t*>(blocked.data);

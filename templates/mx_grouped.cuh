@@ -47,3 +47,48 @@ MX_D mx_i64 mx_grouped_blocked_offset(const int* ends, mx_i64 es, mx_i64 G, mx_i
   }
   return -1;
 }
+
+// The padded row of scale row r in grouped_blocked_128x4 by rows with one scale per domain row
+// (blk = 1): pad_g + (r - s_g) for the group g holding r, or -1 past the last end; the walk's
+// answer above (ends clamped into [previous end, ext]) found by the warp together, 32 groups at a
+// time: lane h holds e_h (a prefix max of the ends, then clamped) and the padded start P_h (a
+// prefix sum of roundup(n_j, 128)); each lane finds its own r's group by a binary search over the
+// lanes (the e_h do not decrease). Every lane of the warp calls it, converged.
+MX_D mx_i64 mx_grouped_rows_place(const int* ends, mx_i64 es, mx_i64 G, mx_i64 ext, mx_i64 r) {
+  const int lane = int(threadIdx.x & 31u);
+  mx_i64 lo = 0, pad = 0, placed = -1;  // carried over chunks: the last clamped end, its padded start
+  for (mx_i64 h0 = 0; h0 < G; h0 += 32) {
+    mx_i64 e = h0 + lane < G ? mx_i64(ends[(h0 + lane) * es]) : lo;
+    e = e > lo ? e : lo;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const mx_i64 o = __shfl_up_sync(0xffffffffu, e, d);
+      if (lane >= d && o > e) e = o;
+    }
+    e = e < ext ? e : ext;
+    mx_i64 prev = __shfl_up_sync(0xffffffffu, e, 1);
+    if (lane == 0) prev = lo;
+    const mx_i64 n = (e - prev + 127) / 128 * 128;
+    mx_i64 incl = n;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const mx_i64 o = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += o;
+    }
+    // pos: how many of this chunk's lanes end at or before r (lanes past G end at the last end).
+    int pos = 0;
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2) {
+      const mx_i64 v = __shfl_sync(0xffffffffu, e, pos + s - 1);
+      if (v <= r) pos += s;
+    }
+    const mx_i64 last = __shfl_sync(0xffffffffu, e, 31);
+    if (pos == 31 && last <= r) pos = 32;
+    const mx_i64 start = __shfl_sync(0xffffffffu, prev, pos & 31);
+    const mx_i64 p = pad + __shfl_sync(0xffffffffu, incl - n, pos & 31);
+    if (placed < 0 && pos < 32 && h0 + pos < G) placed = p + (r - start);
+    lo = last;
+    pad += __shfl_sync(0xffffffffu, incl, 31);
+  }
+  return placed;
+}

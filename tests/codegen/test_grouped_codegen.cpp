@@ -70,15 +70,27 @@ TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes th
         // The block axis is the unit-stride axis: the direct kernel; otherwise the tiled one.
         CHECK((k.plan.kind == KernelKind::direct) == (block_axis == (col_major ? 0 : 1)));
         CHECK(k.plan.zero_outputs == std::vector<int>{1});
-        CHECK(k.source.find(fmt::format("mx_grouped_blocked_offset<{}>", group_axis == 1 - block_axis ? "true" : "false")) !=
-              std::string::npos);
+        // Token groups (one scale per row) in the direct kernel: each warp finds its row's group
+        // once per chunk, all lanes together; elsewhere a walk over the groups per scale.
+        const bool warp_place = k.plan.kind == KernelKind::direct && group_axis == 1 - block_axis;
+        if (warp_place)
+          CHECK(k.source.find("mx_grouped_rows_place(") != std::string::npos);
+        else
+          CHECK(k.source.find(fmt::format("mx_grouped_blocked_offset<{}>", group_axis == 1 - block_axis ? "true" : "false")) !=
+                std::string::npos);
         CHECK(k.source.find("mx_i64 in_extent[2];") != std::string::npos);
         CHECK(k.source.find("#include \"mx_grouped.cuh\"") != std::string::npos);
         CHECK(k.source.find("P.in_extent[1]") != std::string::npos);
         // Padding is the launcher's: the kernel body stores through the grouped offset only.
         const std::string body = k.source.substr(k.source.find("extern \"C\" __global__"));
-        CHECK(body.find("mx_grouped_blocked_offset") != std::string::npos);
-        CHECK(body.find("mx_blocked_offset") == std::string::npos);
+        if (warp_place) {
+          CHECK(body.find("gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;") !=
+                std::string::npos);
+          CHECK(body.find("mx_grouped_blocked_offset") == std::string::npos);
+        } else {
+          CHECK(body.find("mx_grouped_blocked_offset") != std::string::npos);
+          CHECK(body.find("mx_blocked_offset") == std::string::npos);
+        }
         CHECK(body.find("Rp * Cp") == std::string::npos);
         CHECK(k.plan.params.fields.back().what == Param::in_extent);
         CHECK(k.plan.params.fields.back().words == 2);

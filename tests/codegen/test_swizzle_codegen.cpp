@@ -25,6 +25,20 @@ TEST_CASE("swizzle kernels compile for sm_90a and sm_100a") {
         REQUIRE_NOTHROW(out = nvrtc_compile(req));
         CHECK(!out.cubin.empty());
       }
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    const SwizzleKernel k = generate_swizzle({false, 128, true});
+    INFO(k.kernel_name << " " << arch);
+    CHECK(k.kernel_name == "mxjit_swizzle_128x4_tiled");
+    NvrtcRequest req;
+    req.source = k.source;
+    req.file_name = k.file_name;
+    req.arch = arch;
+    NvrtcOutput out;
+    REQUIRE_NOTHROW(out = nvrtc_compile(req));
+    CHECK(!out.cubin.empty());
+  }
+  CHECK_THROWS_AS(generate_swizzle({true, 128, true}), UsageError);
+  CHECK_THROWS_AS(generate_swizzle({false, 8, true}), UsageError);
   CHECK(generate_swizzle({false, 128}).source != generate_swizzle({false, 8}).source);
   CHECK_THROWS_AS(generate_swizzle({false, 64}), UsageError);
 }

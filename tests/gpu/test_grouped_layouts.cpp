@@ -72,6 +72,12 @@ const std::vector<Groups>& group_sets() {
       {"no groups: nothing stored", {}, 50, 0},
       {"empty groups only, all past the end", {0, 0, 0}, 20, 0},
       {"trailing empty groups at the extent, tail block", {100, 28, 0, 0}, 0, 6},
+      // More groups than a warp has lanes: the direct kernel's warp search runs 32 groups at a time.
+      {"70 groups (three warp chunks), empty ones across the chunk edges, 9 past the end",
+       {5, 0, 17, 1, 33, 0, 0, 2, 64, 9, 3, 0, 1, 12, 40, 0, 7, 31, 0, 0, 2, 5, 128, 1, 0, 6, 0, 3, 11, 0, 0, 0,
+        0, 4, 19, 1, 0, 0, 2, 8, 30, 1, 0, 5, 3, 0, 1, 0, 16, 2, 0, 0, 9, 1, 1, 0, 2, 4, 0, 0, 0, 0, 0, 0,
+        3, 1, 0, 2, 0, 6},
+       9, 0},
   };
   return sets;
 }
@@ -217,7 +223,13 @@ TEST_CASE("grouped_blocked_128x4 on the GPU: ends the device clamps (negative, d
   // nothing outside the buffer.
   const std::vector<int32_t> gpu_rows = {-5, 40, 20, 300, 5000, 100000}, ref_rows = {0, 40, 40, 300, 1100, 1100};
   const std::vector<int32_t> gpu_cols = {-1, 64, 32, 4096, 1 << 30}, ref_cols = {0, 64, 64, 1600, 1600};
+  // 40 ends (two warp chunks): negative, a dip across the chunk edge, past the extent.
+  std::vector<int32_t> gpu_many, ref_many;
+  for (int h = 0; h < 40; ++h) gpu_many.push_back(h == 0 ? -7 : h == 33 ? 100 : h == 38 ? 5000 : 27 * h);
+  for (int32_t e : gpu_many) ref_many.push_back(std::clamp(e, ref_many.empty() ? 0 : ref_many.back(), int32_t(1000)));
   for (bool col_major_input : {false, true}) {
+    CHECK(check_grouped(grouped_cast(DType::bf16, 1, 0, Recipe::e4m3_rceil), DType::bf16, {1000, 64}, col_major_input,
+                        ref_many, gpu_many, 802, false, "40 clamped row ends") == 0);
     CHECK(check_grouped(grouped_cast(DType::bf16, 1, 0, Recipe::e4m3_rceil), DType::bf16, {1100, 96}, col_major_input,
                         ref_rows, gpu_rows, 800, false, "clamped row ends") == 0);
     CHECK(check_grouped(grouped_cast(DType::f32, 1, 1, Recipe::e4m3_rceil), DType::f32, {40, 1600}, col_major_input,

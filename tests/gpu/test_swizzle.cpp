@@ -21,6 +21,10 @@ const Shape kShapes[] = {
     {{1, 1}, {}},       {{130, 7}, {}},         {{128, 4}, {}},          {{1000, 33}, {}},
     {{3, 257, 9}, {}},  {{2, 2, 40, 3}, {}},    {{33, 5}, {1, 33}},      {{2, 300, 6}, {1, 2, 600}},
     {{4, 4096, 64}, {}}, {{7, 129, 1}, {}},
+    // The tiled 128x4 kernel: whole and partial 32-column tiles, 16-byte loads and their fallbacks
+    // (rows 41 bytes apart, a column stride of 2, a view starting 1 byte into its buffer).
+    {{300, 512}, {}},   {{2, 130, 160}, {}},    {{257, 48}, {}},         {{129, 40}, {41, 1}},
+    {{3, 128, 200}, {}}, {{70, 36}, {80, 2}},   {{2, 256, 64}, {64 * 260, 64, 1}},
 };
 
 }  // namespace

@@ -70,10 +70,16 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
   }
   const bool oal0 = ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][0])) & 7u) == 0;
   // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.
+  mx_i64 grow_ = ix0_[0];  // the row lane l searches: chunk l % 4's
+  if ((threadIdx.x & 31u) % 4u == 1u) grow_ = ix0_[1];
+  if ((threadIdx.x & 31u) % 4u == 2u) grow_ = ix0_[2];
+  if ((threadIdx.x & 31u) % 4u == 3u) grow_ = ix0_[3];
+  const mx_i64 gpw1 = mx_grouped_rows_place(static_cast<const int*>(P.in[1]), P.in_stride[1][0], P.in_extent[1], P.shape[0], grow_);
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     const int cc = cc_[u];
     const mx_i64 ix0 = ix0_[u];
+    const mx_i64 gp1 = __shfl_sync(0xffffffffu, gpw1, u);
     float x0[8];
     mx_unpack_bf16x8(r0_[u][0], x0);
     float v0[8];
@@ -133,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
       {  // grouped_blocked128x4(0,offs): group ends from input 'offs' (device); padding zeroed at launch
         const mx_i64 gs_r = ix0, gs_c = C, gs_nr = P.out_shape[1][0], gs_nc = P.out_shape[1][1];
         if (gs_r < gs_nr && gs_c < gs_nc) {
-          const mx_i64 gs_off = mx_grouped_blocked_offset<true>(static_cast<const int*>(P.in[1]), P.in_stride[1][0], P.in_extent[1], 1, P.shape[0], gs_r, gs_c, gs_nr, gs_nc);
+          const mx_i64 gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;
           if (gs_off >= 0) sp[gs_off] = mx_u8(byte0);
         }
       }
