@@ -103,3 +103,30 @@ def test_compiled_output_strides_follow_the_fake_kernels():
     q, s = f(rand((128, 64)))
     assert q.stride() == (1, 128) and s.shape == (64, 4) and s.stride() == (4, 1)
     assert q.dtype == torch.float8_e4m3fn and s.dtype == torch.float8_e8m0fnu
+
+
+def test_register_pipeline_names_are_kept_per_pipeline():
+    """The name `run` knows a pipeline by: its text form (or "hash:<hex>" where it has none), the same
+    on every call (kept by hash, so equal pipelines built twice share it), and distinct pipelines
+    keep distinct names."""
+    import mxjit as mx  # noqa: PLC0415
+
+    def rowwise(elem):
+        x = mx.input("x", mx.bf16, 2)
+        s = mx.f32_scale(mx.amax(mx.blocks(x, 1, mx.kWholeAxis)), elem, store_multiplier=True, pow2=True)
+        return mx.pipeline([mx.output("q", mx.cast(elem, x / s)), mx.output("s", s)])
+
+    a, b, c = rowwise(mx.e4m3), rowwise(mx.e4m3), rowwise(mx.e5m2)
+    na = mxt.register_pipeline(a)
+    assert na == a.to_text() and mxt.register_pipeline(a) == na and mxt.register_pipeline(b) == na
+    assert mxt.register_pipeline(c) == c.to_text() != na
+    x = mx.input("x", mx.bf16, 2)
+    v = mx.silu(x) * 2.0
+    sv = mx.e8m0_scale(mx.amax(mx.blocks(v, 1, 32)), mx.e4m3, mx.ScaleRule.rceil)
+    pv = mx.pipeline([mx.output("q", mx.cast(mx.e4m3, v / sv)), mx.output("s", sv)])
+    nv = mxt.register_pipeline(pv)
+    assert nv == mxt.register_pipeline(pv)
+    xt = rand((8, 64), seed=3)
+    q1, s1 = mxt.run(a, xt)
+    q2, s2 = mxt.run(na, xt)
+    assert torch.equal(q1.view(torch.uint8), q2.view(torch.uint8)) and torch.equal(s1, s2)
