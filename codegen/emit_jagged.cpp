@@ -543,10 +543,7 @@ void emit_jagged_kernel(Ctx& x) {
 
 void emit_whole_columns_kernel(Ctx& x) {
   const RowsPlan& r = x.plan.rows();
-  // The jagged kernel's axes: rows along the whole axis, columns along the across axis.
-  Plan cp = x.plan;
-  cp.ax_r = x.plan.ax_c;
-  cp.ax_c = r.across_axis;
+  const Plan cp = rows_columns_axes(x.plan, r.across_axis);
   Ctx y{x.p, x.target, x.sc, cp, x.v, {}, x.vec};
   y.direct = true;
   emit_jagged_vector(y, *r.columns, true);

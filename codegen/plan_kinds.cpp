@@ -302,9 +302,7 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
   // with codes along the whole axis (column-major runs; 2 of FP32), else 1 CTA of 64 lines per SM
   // (docs/perf-log.md, the rows kernel on columns).
   if (rows_columns_applies(p, v, plan, sc)) {
-    Plan cp = plan;
-    cp.ax_r = plan.ax_c;
-    cp.ax_c = r.across_axis;
+    Plan cp = rows_columns_axes(plan, r.across_axis);
     {
       Schedule js = s;
       js.chunks_per_thread = 0;

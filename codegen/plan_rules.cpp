@@ -225,10 +225,14 @@ int rows_across_axis(const Pipeline& p, const Plan& plan, const StrideClass& sc)
 bool rows_columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
   const int across = rows_across_axis(p, plan, sc);
   if (across < 0 || v.scales.size() != 1) return false;
+  return jagged_vector_applies(p, v, rows_columns_axes(plan, across), sc);
+}
+
+Plan rows_columns_axes(const Plan& plan, int across) {
   Plan cp = plan;
   cp.ax_r = plan.ax_c;
   cp.ax_c = across;
-  return jagged_vector_applies(p, v, cp, sc);
+  return cp;
 }
 
 Schedule fit_schedule(const Schedule& s, KernelKind k, bool vector_columns, Fit fit) {

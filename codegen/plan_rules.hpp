@@ -50,6 +50,9 @@ int rows_across_axis(const Pipeline& p, const Plan& plan, const StrideClass& sc)
 /// scale, and the jagged vector kernel applies with the whole axis as its rows and the across
 /// axis as its columns.
 bool rows_columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
+/// `plan` with the axes the jagged vector kernel takes in the rows kernel's across form on
+/// columns: its rows along the whole axis (plan.ax_c), its columns along `across`.
+Plan rows_columns_axes(const Plan& plan, int across);
 
 /// The schedule `s` with the fields that kind `k` does not take removed (`vector_columns`: the
 /// jagged vector kernel runs it, for the jagged kind or the rows kind's across form); with

@@ -187,8 +187,9 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
       if (v.strides[size_t(a)] == 1 && v.shape[size_t(a)] > 1) { unit = a; break; }
     if (unit < 0 && !v.shape.empty() && v.strides.back() == 1) unit = int(v.shape.size()) - 1;
     bool strides = unit >= 0;
+    // Modulo 2^64 (16 divides it): an empty view's strides may be huge, their product in bytes past int64.
     for (size_t a = 0; a < v.shape.size(); ++a)
-      if (int(a) != unit && v.shape[a] > 1 && (v.strides[a] * int64_t(dtype_size(v.dtype))) % 16 != 0) strides = false;
+      if (int(a) != unit && v.shape[a] > 1 && uint64_t(v.strides[a]) * dtype_size(v.dtype) % 16 != 0) strides = false;
     b.unit_axis.push_back(unit);
     b.strides_aligned.push_back(strides);
     b.aligned.push_back(strides && reinterpret_cast<uintptr_t>(v.data) % 16 == 0);

@@ -215,7 +215,9 @@ class Run {
     const std::vector<int64_t>& shape = g.logical_shape;
     const BoundLayout& l = o.bound;
     // Padding (an aligned axis, a grouped layout's bound) is zero.
-    if (l.pads() || o.layout.grouped()) std::memset(view.data, 0, size_t(g.storage_bytes));
+    // An empty output may have no buffer at all (data null): memset(nullptr, 0, 0) is undefined.
+    if ((l.pads() || o.layout.grouped()) && g.storage_bytes > 0)
+      std::memset(view.data, 0, size_t(g.storage_bytes));
     // Grouped layouts: the group ends in scale units along the grouped axis.
     std::vector<int64_t> group_ends;
     if (o.layout.grouped()) {

@@ -75,14 +75,14 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   const int64_t cached = p3.rows().columns->cached_rows;
   for (int64_t n : {int64_t(1), int64_t(16), int64_t(128), int64_t(512), int64_t(5120), int64_t(8192), int64_t(16640), int64_t(70000)}) {
     CAPTURE(n);
-    const Launch l = p3.launch({4, n, 96}, 0);
-    CHECK(l.tiles_c == 2);
-    CHECK(l.grid[1] == 4u);
-    CHECK(l.grid[0] == 2u * l.cluster);
-    CHECK((l.cluster == 1 || l.cluster == 2 || l.cluster == 4 || l.cluster == 8));
+    const Launch ln = p3.launch({4, n, 96}, 0);
+    CHECK(ln.tiles_c == 2);
+    CHECK(ln.grid[1] == 4u);
+    CHECK(ln.grid[0] == 2u * ln.cluster);
+    CHECK((ln.cluster == 1 || ln.cluster == 2 || ln.cluster == 4 || ln.cluster == 8));
     auto part = [&](int64_t k) { return ((n + k - 1) / k + 15) / 16 * 16; };
-    CHECK((part(l.cluster) <= cached || l.cluster == 8));  // the parts fit the cache, or the most CTAs
-    if (l.cluster > 1) CHECK(part(l.cluster / 2) > cached);  // and no fewer CTAs would
+    CHECK((part(ln.cluster) <= cached || ln.cluster == 8));  // the parts fit the cache, or the most CTAs
+    if (ln.cluster > 1) CHECK(part(ln.cluster / 2) > cached);  // and no fewer CTAs would
   }
   CHECK(p3.launch({4, 512, 96}, 0).cluster == 1u);  // short axes: one CTA per tile
   CHECK(plan.rows().across_axis == -1);

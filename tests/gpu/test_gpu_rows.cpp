@@ -168,7 +168,7 @@ TEST_CASE("rows kernel on the GPU: the across form on 16-byte columns (colwise, 
   // of 8, 4 or 16 positions transposed in registers); the E axis on grid y. (A schedule applies
   // exactly to contiguous inputs, so these take the tunings.)
   for (DType dt : {DType::bf16, DType::f32})
-    for (const std::string& tu : {"tune()", "tune(tile_cols=64, rows_per_thread=16)", "tune(rows_per_thread=4, ctas_per_sm=4)", "tune(cluster=4)"}) {
+    for (const std::string tu : {"tune()", "tune(tile_cols=64, rows_per_thread=16)", "tune(rows_per_thread=4, ctas_per_sm=4)", "tune(cluster=4)"}) {
       if (!clusters && tu == "tune(cluster=4)") continue;
       for (bool along_k : {false, true}) {
         if (!along_k && tu.find("rows_per_thread") != std::string::npos) continue;

@@ -43,10 +43,10 @@ TEST_CASE("fp32 edges cpu: block maxima at FP32 edges, every rule, format and sc
     // User formats, those without mantissa bits too (EVEN's tie there is the integer bit's).
     for (auto [e, m] : {std::pair{1, 0}, {4, 0}, {5, 0}, {3, 3}, {2, 5}, {5, 2}})
       ps.push_back(every_rule(dt, fp_format(e, m), NanPolicy::nan_block));
-    const std::string in = dt == DType::f32 ? "f32[2]" : "bf16[2]";
+    const std::string input = dt == DType::f32 ? "f32[2]" : "bf16[2]";
     for (const char* rest : {" -> fp8.e4m3 ; fp8.e5m2 blocks(0,32) q:col_major ; nvfp4 te ; nvfp4 torchao blocks(0,16) q:col_major amax",
                              " -> mxfp8.e4m3 blocks(0,1,32x32) ; mxfp4.e2m1 even blocks(0,1,16x16) ; mxint8 rceil blocks(0,128)"})
-      ps.push_back(parse_pipeline(in + rest));
+      ps.push_back(parse_pipeline(input + rest));
     for (const Pipeline& p : ps) {
       const cpu::CpuKernel k = cpu::cpu_jit(p);
       for (size_t e = 0; e < edges.size(); ++e)

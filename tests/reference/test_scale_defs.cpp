@@ -39,7 +39,7 @@ std::vector<float> amax_sweep() {
   for (uint32_t e = 0; e < 255; ++e)
     for (uint32_t d : {0u, 1u, 0x7FFFFFu}) v.push_back(from_bits((e << 23) | d));
   std::mt19937 rng(34);
-  for (int i = 0; i < 20000; ++i) v.push_back(from_bits(rng() % 0x7F800001u));
+  for (int i = 0; i < 20000; ++i) v.push_back(from_bits(static_cast<uint32_t>(rng() % 0x7F800001u)));
   return v;
 }
 
@@ -117,7 +117,7 @@ TEST_CASE("scale defs: the FP32 recipe and NVFP4 equal the first-principles scal
       }
   std::vector<float> tensor = {0.0f, from_bits(1), 1e-30f, 0.5f, 6.0f, 2688.0f, 3.0e5f, 1e30f, kInf, kNaN};
   std::mt19937 rng(7);
-  for (int i = 0; i < 40; ++i) tensor.push_back(from_bits(rng() % 0x7F800000u));
+  for (int i = 0; i < 40; ++i) tensor.push_back(from_bits(static_cast<uint32_t>(rng() % 0x7F800000u)));
   for (Nvfp4Convention c : {Nvfp4Convention::te, Nvfp4Convention::torchao}) {
     const Node sn = scale_node_of(nvfp4_scale(amax(blocks(x, 0, 16)), c));
     CHECK(sn.recipe == ScaleRecipe::nvfp4);
