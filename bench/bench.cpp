@@ -133,10 +133,13 @@ std::vector<Case> cases(const BenchOptions& o) {
     // layout) and the transposed rowwise over N (codes along N).
     add("fp8 3-D colwise (whole K)", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, {16, 5120, 8192},
         Case::Input::expert_col_major);
-    add("fp8 3-D transposed rowwise (whole N)", [] { return whole_axis(2, 3); }, {16, 5120, 8192}, Case::Input::expert_col_major);
+    // Short whole axes too (torchao's MoE tests: N = 512 and 128).
+    for (const auto& s : std::vector<std::vector<int64_t>>{{16, 5120, 8192}, {16, 5120, 512}, {64, 5120, 128}})
+      add("fp8 3-D transposed rowwise (whole N)", [] { return whole_axis(2, 3); }, s, Case::Input::expert_col_major);
     // The same kernel on contiguous inputs (lines along N unit-stride, K whole, codes along K),
     // where a schedule applies exactly: what `--schedule` tunes for the transposed rowwise.
-    add("fp8 3-D across, codes along whole K", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, {16, 8192, 5120});
+    for (const auto& s : std::vector<std::vector<int64_t>>{{16, 8192, 5120}, {16, 512, 5120}, {64, 128, 5120}})
+      add("fp8 3-D across, codes along whole K", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, s);
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, {16640, 5120});
     for (const auto& s : std::vector<std::vector<int64_t>>{{16640, 5120}, {16640, 8192}})
       add("fp8 per-group colwise G=16 col-major pow2", [] { return per_group_colwise(true); }, s);

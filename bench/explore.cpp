@@ -89,7 +89,7 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, cons
   }
   std::sort(res.rows.begin(), res.rows.end(), [](const ExploreRow& a, const ExploreRow& b) { return a.us < b.us; });
   if (options.store && best_given > 0) {
-    detail::store_schedule(p, t, detail::default_stride_class(p), detail::shape_class(shape), best);
+    detail::store_schedule(p, t, detail::default_stride_class(p), detail::shape_class(p, shape), best);
     res.stored = best.str();
   }
   return res;

@@ -234,6 +234,17 @@ enum class Fit : uint8_t {
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Schedule& schedule = {},
                Fit fit = Fit::exact);
 
+/// The longest whole axis (elements) that takes short_whole_schedule: one CTA of its 128 threads
+/// caches the whole axis of 32 bf16 columns (415 rows fit its shared memory).
+inline constexpr int64_t kShortWholeAxis = 256;
+
+/// The default schedule of `p` on stride class `sc` where its whole axis is at most
+/// kShortWholeAxis long (runtime/tuner.cpp's shape class "w"): where the rows kernel's across
+/// form on columns runs it, CTAs of 128 threads, 8 per SM, no cluster (a whole axis of 128 took
+/// 100 us at the default 256 threads x 4 CTAs per SM, 51 us so; docs/perf-log.md, short whole
+/// axes); the default schedule elsewhere.
+Schedule short_whole_schedule(const Pipeline& p, const Target& target, const StrideClass& sc);
+
 /// The rows kernel's warps per line for a line of `extent` elements (RowsPlan).
 int64_t rows_warps_per_line(int64_t extent, int threads, int chunks_per_thread);
 

@@ -133,4 +133,10 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   return plan;
 }
 
+Schedule short_whole_schedule(const Pipeline& p, const Target& target, const StrideClass& sc) {
+  const Plan plan = make_plan(p, target, sc);
+  if (plan.kind != KernelKind::rows || !plan.rows().columns) return {};
+  return Schedule{.threads = 128, .ctas_per_sm = 8};
+}
+
 }  // namespace mxjit::detail

@@ -117,9 +117,11 @@ struct Kernel::State {
   // exactly to the contiguous inputs' kernel; other stride classes take the fields that apply to
   // theirs, and so do stored winners.
   std::pair<Schedule, detail::Fit> choose(const detail::StrideClass& sc, const std::string& cls) const {
-    const bool stored = schedule.is_default();
-    return {stored ? detail::stored_schedule(pipeline, target, sc, cls) : schedule,
-            !stored && sc == default_sc ? detail::Fit::exact : detail::Fit::lenient};
+    if (!schedule.is_default()) return {schedule, sc == default_sc ? detail::Fit::exact : detail::Fit::lenient};
+    // A tuned winner for this shape class, else the planner's default for a short whole axis.
+    Schedule s = detail::stored_schedule(pipeline, target, sc, cls);
+    if (s.is_default() && cls.ends_with('w')) s = detail::short_whole_schedule(pipeline, target, sc);
+    return {s, detail::Fit::lenient};
   }
 
   // The loaded kernel for this stride class and shape class.
@@ -219,7 +221,7 @@ PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<con
   const Pipeline& p = state_->pipeline;
   detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
   const detail::StrideClass sc{b.unit_axis, b.aligned};
-  const std::string cls = detail::shape_class(b.shape);
+  const std::string cls = detail::shape_class(p, b.shape);
   detail::PreparedParts parts;
   detail::Plan unloaded;
   if (gpu_available()) {

@@ -2,13 +2,18 @@
 
 #include "dsl/errors.hpp"
 #include "dsl/limits.hpp"
+#include "codegen/plan_rules.hpp"
+#include "codegen/values.hpp"
 #include "runtime/compile.hpp"
 
 namespace mxjit::detail {
 
-std::string shape_class(const std::vector<int64_t>& shape) {
+std::string shape_class(const Pipeline& p, const std::vector<int64_t>& shape) {
   const int64_t n = element_count(shape).value_or(kMaxElements);
-  return n < (int64_t(1) << 20) ? "s" : (n < (int64_t(1) << 26) ? "m" : "l");
+  std::string c = n < (int64_t(1) << 20) ? "s" : (n < (int64_t(1) << 26) ? "m" : "l");
+  const int w = whole_axis(collect_values(p));
+  if (w >= 0 && size_t(w) < shape.size() && shape[size_t(w)] <= kShortWholeAxis) c += "w";
+  return c;
 }
 
 std::string schedule_key(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& cls) {

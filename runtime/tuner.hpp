@@ -14,8 +14,9 @@
 
 namespace mxjit::detail {
 
-/// A coarse class of domain sizes: "s" (< 2^20 elements), "m" (< 2^26) or "l".
-std::string shape_class(const std::vector<int64_t>& shape);
+/// A coarse class of domain sizes: "s" (< 2^20 elements), "m" (< 2^26) or "l"; followed by "w"
+/// where a whole-axis block's axis is at most kShortWholeAxis long (short_whole_schedule).
+std::string shape_class(const Pipeline& p, const std::vector<int64_t>& shape);
 
 /// The key under which a schedule is stored.
 std::string schedule_key(const Pipeline& p, const Target& t, const StrideClass& sc, const std::string& shape_class);

@@ -135,6 +135,36 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
             .find("must be a power of two") != std::string::npos);
 }
 
+TEST_CASE("rows kernel: a short whole axis takes small CTAs, 8 per SM, where the across form on columns runs it") {
+  const Target t = Target::parse("sm_90a");
+  const Pipeline t3 = rowwise(DType::bf16, 3, 2);  // torchao's transposed 3-D rowwise: N whole, K unit-stride
+  // The shape class says "short" for a whole axis of at most kShortWholeAxis, whatever the size.
+  CHECK(shape_class(t3, {64, 5120, 128}) == "mw");
+  CHECK(shape_class(t3, {16, 2048, kShortWholeAxis}) == "mw");
+  CHECK(shape_class(t3, {16, 2048, kShortWholeAxis + 1}) == "m");
+  CHECK(shape_class(t3, {1, 3, 5}) == "sw");
+  CHECK(shape_class(t3, {16, 5120, 8192}) == "l");
+  CHECK(shape_class(rowwise(DType::bf16, 2, 1), {16384, 200}) == "mw");
+  // A cast without whole-axis blocks has no "w".
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
+  CHECK(shape_class(pipeline({output("q", cast(e4m3, x / s)), output("s", s)}), {4096, 4096}) == "m");
+  // Its schedule: 128 threads, 8 CTAs per SM, no cluster, where the across form on columns runs.
+  const Schedule sw = short_whole_schedule(t3, t, unit_along(1));
+  CHECK(sw.str() == "tune(threads=128, ctas_per_sm=8)");
+  const Plan sp = make_plan(t3, t, unit_along(1), sw, Fit::lenient);
+  REQUIRE(sp.rows().columns);
+  CHECK(sp.threads == 128);
+  CHECK(sp.ctas_per_sm == 8);
+  CHECK(sp.rows().columns->cluster == 1);
+  CHECK(sp.rows().columns->cached_rows >= kShortWholeAxis);  // one CTA holds the whole axis: one read
+  // Elsewhere the default: lines along the unit-stride axis (rowwise), or no 16-byte loads.
+  CHECK(short_whole_schedule(rowwise(DType::bf16, 2, 1), t, unit_along(1)).is_default());
+  CHECK(short_whole_schedule(t3, t, unit_along(1, false)).is_default());
+  // The kernel says so (its compile: the slow variants test below).
+  CHECK(generate(t3, t, unit_along(1), sw, Fit::lenient).source.find("__launch_bounds__(128, 8)") != std::string::npos);
+}
+
 TEST_CASE("rows kernel: warps per line are the fewest that hold the line, at most the CTA's") {
   for (int threads : {32, 64, 128, 256, 512, 1024})
     for (int u = 1; u <= 8; ++u)

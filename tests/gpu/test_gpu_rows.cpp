@@ -12,10 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/plan.hpp"
 #include "dsl/peer_recipes.hpp"
 #include "gpu/check.hpp"
 
 using namespace mxjit;
+using mxjit::detail::kShortWholeAxis;
 using namespace mxjit::test;
 
 namespace {
@@ -189,7 +191,14 @@ TEST_CASE("rows kernel on the GPU: the across form on 16-byte columns (colwise, 
     bad += check(k, dt, {3, 96, 1000}, l, {96 * 1000, 1, 96});
     bad += check(k, dt, {2, 77, 523}, l, {80 * 523, 1, 80});
     bad += check(k, dt, {1, 40, 17}, l, {40 * 17, 1, 40});
+    // Short whole axes (at most kShortWholeAxis): the short schedule (128 threads, 8 CTAs per SM).
+    bad += check(k, dt, {8, 520, 128}, l, {520 * 128, 1, 520});
+    bad += check(k, dt, {2, 96, kShortWholeAxis}, l, {96 * kShortWholeAxis, 1, 96});
+    bad += check(k, dt, {3, 40, kShortWholeAxis - 1}, l, {40 * (kShortWholeAxis - 1), 1, 40});
+    bad += check(k, dt, {2, 72, kShortWholeAxis + 1}, l, {72 * (kShortWholeAxis + 1), 1, 72});
   }
+  for (int64_t n : {int64_t(129), kShortWholeAxis})
+    bad += check(jit(rowwise(DType::bf16, 2, 0, {true, true})), DType::bf16, {n, 600}, fmt::format("colwise, a short whole axis of {}", n));
   // An E8M0 rule per whole column.
   auto x = input("x", DType::bf16, rank(2));
   auto s = e8m0_scale(amax(blocks(x, 0, kWholeAxis)), e4m3, ScaleRule::rceil);
