@@ -57,7 +57,8 @@ def test_zero_groups_amax_at_448_2k_and_bf16_max():
     """All-zero 1x128 and 128x1 groups and a whole zero tile, an amax at 448 * 2^k, bf16's largest finite value:
     codes and scales as the torch references give them. One known difference: torch_blockwise_scale_act_quant_rhs
     floors the amax at 1e-12 in bf16 (clamp before .to(float64)), the other references in float64; mxjit's recipe
-    floors at fp32(1e-12), which gives the float64 references' bits."""
+    floors at fp32(1e-12), which gives the float64 references' bits, as torchao's Triton kernels do (tl.clamp
+    promotes a bf16 amax and its float bounds to fp32: triton/language/core.py, 3.6)."""
     x = spread(256, 256, seed=3)
     x[:128, 128:] = 0  # a whole tile: zero 1x128 groups, zero 128x1 groups
     x[0, :128] = 0
@@ -115,3 +116,25 @@ def test_mxjit_equals_torchao_triton_kernels_on_gpu(op, m, k):
     assert tuple(layout_of(t) for t in mine) == tuple(layout_of(t) for t in theirs) == bc.triton_layout(op, m, k)
     # and the CPU backend's bytes
     assert bu.byte_diff(list(bc.mxjit_op(op)(x.cpu())), list(mine)).equal
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", bc.OPS)
+def test_special_groups_equal_torchao_triton_kernels_on_gpu(op):
+    """All-zero groups and a zero tile, amax under the 1e-12 floor, NaN, +-Inf, bf16 max: the Triton kernels'
+    amax drops NaN (tl.max), the floor is fp32(1e-12) (tl.clamp in fp32), NaN codes clamp to -448 (tl.clamp),
+    an infinite amax gives q = 0 (codes 0, Inf * 0 = NaN -> -448) and stored scale Inf; mxjit's recipe says the
+    same."""
+    x = spread(512, 640, seed=11)
+    x[:128, 128:256] = 0  # a zero tile
+    x[130, :128] = 0
+    x[131, :128] = 1e-13
+    x[200:328, 300] = 1e-13  # a 128x1 group under the floor
+    x[132, 5] = float("nan")
+    x[133, 200] = float("inf")
+    x[300, 384] = float("-inf")
+    x[134, 256:384] = torch.finfo(torch.bfloat16).max
+    x = x.cuda()
+    mine, theirs = bc.mxjit_op(op)(x), bc.torchao_op(op)(x)
+    d = bu.byte_diff(list(mine), list(theirs))
+    assert d.equal, f"{op}: {d}"
