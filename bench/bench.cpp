@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "bench/blockwise.hpp"
 #include "mxjit/mxjit.hpp"
 #include "runtime/driver.hpp"
 
@@ -161,6 +162,8 @@ std::vector<Case> cases(const BenchOptions& o) {
       add("3-D expert col-major linear", [] { return expert(layout::linear()); }, {e, 8192, 5120});
       add("3-D expert col-major blocked", [] { return expert(layout::blocked_128x4()); }, {e, 8192, 5120});
     }
+    // The peers' blockwise FP8 casts (bench/blockwise.hpp; `--filter blockwise`).
+    for (const BlockwiseCase& b : blockwise_cases()) add(b.name, b.make, b.shape);
     add("dim0 tail 16383x5119", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, {16383, 5119});
   }
   if (o.small_sweep)

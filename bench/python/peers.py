@@ -2,6 +2,7 @@
 in one process on one GPU, with the bytes of every compared pair checked (issue 35, "op by op").
 
     python bench/python/peers.py [--shapes 16384x16384,16640x5120,8192x5120] [--shapes3d 16x8192x5120,...]
+                                 [--act-shapes 16384x7168,8192x5120] [--weight-shapes 7168x16384,5120x8192]
                                  [--ops dim0,dim1,...] [--iters 50] [--out prefix] [--device 0]
     python bench/python/peers.py --dry-run      # tiny shapes on CPU tensors: the comparisons only, no timing
 
@@ -25,6 +26,7 @@ from typing import Callable, List, Optional, Sequence
 import torch
 
 import benchutil as bu
+import blockwise_casts as bc
 import fp8_casts as fc
 
 # ---- arguments ----
@@ -32,8 +34,12 @@ import fp8_casts as fc
 DEFAULT_SHAPES = "16384x16384,16640x5120,8192x5120"
 # 3-D expert weights (E, N, K): the MoE step's weights at 16 and 64 experts, and 8192x5120 split over E.
 DEFAULT_SHAPES3D = "16x8192x5120,64x8192x5120,16x512x5120,64x128x5120"
+# The blockwise FP8 casts (op group "blockwise"): activations (M, K) and weights (N, K), DeepSeek-V3's and a
+# 5120-wide model's.
+DEFAULT_ACT_SHAPES = "16384x7168,8192x5120"
+DEFAULT_WEIGHT_SHAPES = "7168x16384,5120x8192"
 OPS = ("dim0", "dim1", "dim01", "mxfp4", "mxfp6", "nvfp4", "3d", "blocked", "blocked3d", "mgroups", "kgroups",
-       "fp8_colwise", "fp8_rowwise", "fp8_row2d", "fp8_col3d", "fp8_row3d_t")
+       "fp8_colwise", "fp8_rowwise", "fp8_row2d", "fp8_col3d", "fp8_row3d_t", "blockwise")
 
 
 def parse_shapes(text: str, rank: int) -> List[tuple]:
@@ -55,6 +61,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="2-D shapes MxK, comma-separated")
     ap.add_argument("--shapes3d", default=DEFAULT_SHAPES3D, help="3-D expert-weight shapes ExNxK")
+    ap.add_argument("--act-shapes", default=DEFAULT_ACT_SHAPES,
+                    help="blockwise: activation shapes MxK (1x128 and 128x1 groups; multiples of 128)")
+    ap.add_argument("--weight-shapes", default=DEFAULT_WEIGHT_SHAPES,
+                    help="blockwise: weight shapes NxK (128x128 tiles; multiples of 128)")
     ap.add_argument("--ops", default=",".join(OPS), help=f"subset of: {', '.join(OPS)}")
     ap.add_argument("--groups", type=int, default=16, help="token groups of the jagged cases (one of them empty)")
     ap.add_argument("--iters", type=int, default=50, help="timed calls per measurement (median)")
@@ -67,6 +77,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     a = ap.parse_args(argv)
     a.shapes = parse_shapes(a.shapes, 2)
     a.shapes3d = parse_shapes(a.shapes3d, 3)
+    a.act_shapes = parse_shapes(a.act_shapes, 2)
+    a.weight_shapes = parse_shapes(a.weight_shapes, 2)
+    odd = [f"{m}x{k}" for m, k in a.act_shapes + a.weight_shapes if m % bc.BLOCK or k % bc.BLOCK]
+    if odd:
+        ap.error(f"--act-shapes/--weight-shapes: {', '.join(odd)} not multiples of {bc.BLOCK} (torchao asserts it)")
     a.ops = [o.strip() for o in a.ops.split(",") if o.strip()]
     unknown = [o for o in a.ops if o not in OPS]
     if unknown:
@@ -75,6 +90,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         ap.error("--groups must be at least 2 (one group is left empty)")
     if a.dry_run:
         a.shapes, a.shapes3d, a.no_compile = [(256, 128), (384, 160)], [(3, 64, 96)], True
+        a.act_shapes, a.weight_shapes = [(256, 384), (384, 256)], [(256, 384)]
         a.groups = min(a.groups, 4)
     return a
 
@@ -318,6 +334,15 @@ def build_cases(a: argparse.Namespace) -> List[Case]:
                 _kernel_peer("triton_fp8_rowwise_2d_scale_and_cast", lambda x: list(ao_casts.rowwise_2d(x))),
                 _ref_peer("tensor_to_scale + to_fp8_saturated", lambda x: list(ref_casts.rowwise_2d(x)))])
 
+    # torchao's blockwise FP8 training casts (blockwise_casts.py), mxjit's pipeline with the same bytes and layouts.
+    for op in bc.OPS:
+        for m, kk in a.weight_shapes if op.startswith("weight") else a.act_shapes:
+            ref = bc.torch_reference(op)
+            add(f"blockwise {op}", f"{m}x{kk}", lambda d, s, m=m, kk=kk: (randn((m, kk), d, s),),
+                lambda x, f=bc.mxjit_op(op): list(f(x)), [
+                    _kernel_peer(f"triton_fp8_blockwise_{op}", lambda x, f=bc.torchao_op(op): list(f(x))),
+                    Peer(ref.name + " (torch reference, eager)", _host_loop_gate(ref))])
+
     for e, n, kk in a.shapes3d:
         sh = f"{e}x{n}x{kk}"
         w_in = lambda d, s, e=e, n=n, kk=kk: (randn((e, n, kk), d, s),)  # noqa: E731
@@ -346,6 +371,15 @@ def build_cases(a: argparse.Namespace) -> List[Case]:
                 _ref_peer("torch_to_3d_rowwise_float8_transpose_rhs",
                           lambda bt: list(ref_casts.rowwise_3d_transpose(bt)))])
     return cases
+
+
+def _host_loop_gate(ref):
+    """A torch reference, skipped on the GPU where it loops over columns on the host (compared in --dry-run)."""
+    def build(device, compile_):
+        if ref.loops and torch.device(device).type == "cuda":
+            raise Skip("loops over the columns on the host, one small op each; compared in the --dry-run")
+        return lambda x: list(ref.fn(x))
+    return build
 
 
 def _reorder(r):

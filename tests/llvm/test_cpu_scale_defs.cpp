@@ -2,6 +2,7 @@
 // ScaleDef): the backend interprets them as the reference does, on adversarial data.
 #include <doctest/doctest.h>
 
+#include "bench/blockwise.hpp"
 #include "dsl/errors.hpp"
 #include "llvm/cpu_check.hpp"
 
@@ -78,6 +79,23 @@ TEST_CASE("scale definitions: a two-level definition reads the tensor amax") {
   d.factor = where(stored_var() == 0.0, 0.0, 448.0 / (stored_var() * (tamax_var() / 448.0)));
   d.amax_nan = AmaxNan::ignore;
   CHECK(run_def(d, e4m3, 1, 32) == 0);
+}
+
+TEST_CASE("the blockwise bench rows (bench/blockwise.hpp): every output byte as the reference's, padding included") {
+  // The bench checks each row's GPU kernel against the reference on 130x224 before timing it; here the
+  // CPU backend on that shape, on 128-multiples and on a 3-row sliver (the 4-aligned MN-major padding).
+  MXJIT_REQUIRE_CPU_BACKEND();
+  int n = 0;
+  for (const bench::BlockwiseCase& c : bench::blockwise_cases()) {
+    const Pipeline p = c.make();
+    cpu::CpuKernel k = cpu::cpu_jit(p);
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{130, 224}, {256, 384}, {3, 520}}) {
+      ++n;
+      std::vector<HostTensor> in;
+      in.push_back(random_input(DType::bf16, shape, uint64_t(n), n % 2 == 0));  // every other one adversarial
+      CHECK(check_cpu(k, in, c.name) == 0);
+    }
+  }
 }
 
 }  // TEST_SUITE

@@ -23,9 +23,11 @@ def test_parse_args_defaults_and_dry_run():
     a = peers.parse_args([])
     assert a.shapes == [(16384, 16384), (16640, 5120), (8192, 5120)]
     assert (16, 8192, 5120) in a.shapes3d and (64, 8192, 5120) in a.shapes3d
-    assert a.ops == list(peers.OPS) and not a.no_compile
+    assert a.ops == list(peers.OPS) and not a.no_compile and "blockwise" in a.ops
+    assert a.act_shapes == [(16384, 7168), (8192, 5120)] and a.weight_shapes == [(7168, 16384), (5120, 8192)]
     d = peers.parse_args(["--dry-run"])
     assert d.no_compile and max(m * k for m, k in d.shapes) <= 384 * 160
+    assert max(m * k for m, k in d.act_shapes + d.weight_shapes) <= 384 * 256
     s = peers.parse_args(["--shapes", "128x64, 32x32", "--shapes3d", "2x64x32", "--ops", "dim0,3d"])
     assert s.shapes == [(128, 64), (32, 32)] and s.shapes3d == [(2, 64, 32)] and s.ops == ["dim0", "3d"]
 
@@ -97,7 +99,9 @@ def test_peers_dry_run_every_cpu_pair_agrees(capsys, tmp_path):
                "kgroups dim1 + K-group blocked scales", "fp8_colwise per-group (jagged rows)",
                "fp8_rowwise per-group (jagged cols)", "fp8_row2d whole-row pow2",
                "3d expert weights, blocked scales", "blocked3d per-expert scales", "fp8_col3d B_t colwise pow2",
-               "fp8_row3d_t B_t transposed rowwise pow2"):
+               "fp8_row3d_t B_t transposed rowwise pow2", "blockwise act_quant_lhs", "blockwise act_quant_rhs",
+               "blockwise act_quant_transposed_lhs", "blockwise weight_quant_rhs",
+               "blockwise weight_quant_transposed_rhs"):
         assert any(r.startswith(op) for r in rows), f"{op}: no agreeing CPU peer in\n{out}"
     assert "UNEXPECTED" not in out and "NOT COMPARED" not in out and "MXJIT FAILED" not in out
     assert "skip: triton_fp8_per_group_colwise_scales: a GPU kernel" in out  # skipped with one line, with why
