@@ -133,7 +133,12 @@ std::string tile_at(const TiledPlan& tp, int root, const std::string& r, const s
   return fmt::format("tile{}[({}) * {} + ({}) + (({}) >> 3)]", root, r, tp.row_stride, c, c);
 }
 
-// Phase 2: block amax and the scale of every block in the tile.
+// Phase 2: block amax and the scale of every block in the tile. With at least as many blocks as
+// threads, a thread per block; with fewer (large blocks: 128x128 tiles, 32x32 ones in a 128x128
+// tile), G threads per block (a power of two, lanes of one warp or whole warps), each reducing
+// every G-th element, combined by shuffles and, beyond a warp, through shared memory:
+//
+//   block lb, thread part p of G:  elements k = p, p + G, ... (k = i * bc + j)  -> max over G -> scale
 void emit_scales(Ctx& x) {
   const Plan& pl = x.plan;
   const TiledPlan& tp = pl.tiled();
@@ -144,18 +149,50 @@ void emit_scales(Ctx& x) {
     const int64_t br = pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1, bc = b.size_along(pl.ax_c);
     const int64_t nbc = tp.tile_cols / bc, nb = (tp.tile_rows / br) * nbc;
     const int root = x.v.scale_root[s];
-    x.out += fmt::format("  for (int lb = threadIdx.x; lb < {}; lb += {}) {{\n", nb, pl.threads);
-    x.out += fmt::format("    const int rb = {}, cb = {};\n    mx_u32 m = 0u;\n", over("lb", nbc), modulo("lb", nbc));
-    // Rotate the start column by the lane so that threads of a warp hit different banks.
-    x.out += fmt::format("    for (int i = 0; i < {}; ++i)\n      for (int jj = 0; jj < {}; ++jj) {{\n", br, bc);
-    x.out += bc == 1 ? "        const int j = 0;\n" : fmt::format("        const int j = (jj + int(threadIdx.x)) & {};\n", bc - 1);
-    x.out += fmt::format("        mx_u32 u = mx_bits({}) & 0x7fffffffu;\n",
-                         tile_at(tp, root, times("rb", br) + " + i", times("cb", bc) + " + j"));
-    if (x.v.scale_flush[s]) x.out += "        if (u < 0x00800000u) u = 0u;\n";
-    if (const std::string drop = amax_drop_nan(*sn, "u"); !drop.empty()) x.out += "        " + drop + "\n";
-    x.out += "        m = u > m ? u : m;\n      }\n";
-    x.out += scale_from_amax(sn, "    ");
-    x.out += fmt::format("    s{0}_mult[lb] = mult;\n    s{0}_val[lb] = sval;\n    s{0}_info[lb] = byte | (flag << 8);\n  }}\n", s);
+    int64_t G = 1;
+    while (G * 2 * nb <= pl.threads && G * 2 <= br * bc) G *= 2;
+    auto fold = [&](const std::string& ind) {
+      std::string l = fmt::format("{}mx_u32 u = mx_bits({}) & 0x7fffffffu;\n", ind, tile_at(tp, root, times("rb", br) + " + i", times("cb", bc) + " + j"));
+      if (x.v.scale_flush[s]) l += ind + "if (u < 0x00800000u) u = 0u;\n";
+      if (const std::string drop = amax_drop_nan(*sn, "u"); !drop.empty()) l += ind + drop + "\n";
+      return l + ind + "m = u > m ? u : m;\n";
+    };
+    auto store = [&](const std::string& ind) {
+      x.out += scale_from_amax(sn, ind);
+      x.out += fmt::format("{1}s{0}_mult[lb] = mult;\n{1}s{0}_val[lb] = sval;\n{1}s{0}_info[lb] = byte | (flag << 8);\n", s, ind);
+    };
+    if (G == 1) {
+      x.out += fmt::format("  for (int lb = threadIdx.x; lb < {}; lb += {}) {{\n", nb, pl.threads);
+      x.out += fmt::format("    const int rb = {}, cb = {};\n    mx_u32 m = 0u;\n", over("lb", nbc), modulo("lb", nbc));
+      // Rotate the start column by the lane so that threads of a warp hit different banks.
+      x.out += fmt::format("    for (int i = 0; i < {}; ++i)\n      for (int jj = 0; jj < {}; ++jj) {{\n", br, bc);
+      x.out += bc == 1 ? "        const int j = 0;\n" : fmt::format("        const int j = (jj + int(threadIdx.x)) & {};\n", bc - 1);
+      x.out += fold("        ") + "      }\n";
+      store("    ");
+      x.out += "  }\n";
+      continue;
+    }
+    const int64_t iters = (nb * G + pl.threads - 1) / pl.threads;
+    x.out += fmt::format("  {{  // {} threads per block\n", G);
+    if (G > 32) x.out += fmt::format("    __shared__ mx_u32 amax{}_[{}];  // per warp\n", s, pl.threads / 32);
+    x.out += fmt::format("    const int part = int(threadIdx.x) % {};\n", G);
+    x.out += fmt::format("    for (int it = 0; it < {}; ++it) {{\n      const int lb = it * {} + int(threadIdx.x) / {};\n", iters, pl.threads / G, G);
+    x.out += "      mx_u32 m = 0u;\n";
+    x.out += fmt::format("      if (lb < {}) {{\n        const int rb = {}, cb = {};\n", nb, over("lb", nbc), modulo("lb", nbc));
+    x.out += fmt::format("        for (int k = part; k < {}; k += {}) {{\n          const int i = {}, j = {};\n", br * bc, G, over("k", bc), modulo("k", bc));
+    x.out += fold("          ") + "        }\n      }\n";
+    x.out += fmt::format("#pragma unroll\n      for (int off = 1; off < {}; off *= 2) {{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, off); m = o_ > m ? o_ : m; }}\n",
+                         std::min<int64_t>(G, 32));
+    if (G > 32) {
+      x.out += fmt::format("      if ((threadIdx.x & 31u) == 0u) amax{}_[threadIdx.x / 32] = m;\n      __syncthreads();\n", s);
+      x.out += fmt::format("      if (part == 0)\n        for (int w = 1; w < {}; ++w) {{ const mx_u32 o_ = amax{}_[threadIdx.x / 32 + w]; m = o_ > m ? o_ : m; }}\n",
+                           G / 32, s);
+    }
+    x.out += fmt::format("      if (part == 0 && lb < {}) {{\n", nb);
+    store("        ");
+    x.out += "      }\n";
+    if (G > 32 && iters > 1) x.out += "      __syncthreads();  // amax_ read before the next round writes it\n";
+    x.out += "    }\n  }\n";
   }
   x.out += "  __syncthreads();\n";
 }

@@ -85,24 +85,33 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
   }
   __syncthreads();
   // Phase 2: block amax (|x| as bits: non-negative floats order like their bits) and scales.
-  for (int lb = threadIdx.x; lb < 8; lb += 256) {
-    const int rb = lb / 4, cb = lb % 4;
-    mx_u32 m = 0u;
-    for (int i = 0; i < 32; ++i)
-      for (int jj = 0; jj < 32; ++jj) {
-        const int j = (jj + int(threadIdx.x)) & 31;
-        mx_u32 u = mx_bits(tile0[(rb * 32 + i) * 144 + (cb * 32 + j) + ((cb * 32 + j) >> 3)]) & 0x7fffffffu;
-        m = u > m ? u : m;
+  {  // 32 threads per block
+    const int part = int(threadIdx.x) % 32;
+    for (int it = 0; it < 1; ++it) {
+      const int lb = it * 8 + int(threadIdx.x) / 32;
+      mx_u32 m = 0u;
+      if (lb < 8) {
+        const int rb = lb / 4, cb = lb % 4;
+        for (int k = part; k < 1024; k += 32) {
+          const int i = k / 32, j = k % 32;
+          mx_u32 u = mx_bits(tile0[(rb * 32 + i) * 144 + (cb * 32 + j) + ((cb * 32 + j) >> 3)]) & 0x7fffffffu;
+          m = u > m ? u : m;
+        }
       }
-    mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-    float mult = 0.0f, sval = 0.0f;
-    byte = mx_scale_floor(m, 8);
-    flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
-    byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
-    mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
-    s0_mult[lb] = mult;
-    s0_val[lb] = sval;
-    s0_info[lb] = byte | (flag << 8);
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, off); m = o_ > m ? o_ : m; }
+      if (part == 0 && lb < 8) {
+        mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
+        float mult = 0.0f, sval = 0.0f;
+        byte = mx_scale_floor(m, 8);
+        flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
+        byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
+        mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+        s0_mult[lb] = mult;
+        s0_val[lb] = sval;
+        s0_info[lb] = byte | (flag << 8);
+      }
+    }
   }
   __syncthreads();
   // Phase 3: the outputs, in order.
