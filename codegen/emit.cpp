@@ -301,7 +301,9 @@ void emit_amax(Ctx& x, int o) {
   x.out += fmt::format("  // Tensor amax '{}'.\n  {{\n    mx_u32 m = 0u;\n", x.p.outputs()[size_t(o)].name);
   x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", tp.tile_rows * tp.tile_cols, pl.threads);
   x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", tp.tile_cols);
-  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n      m = u > m ? u : m;\n    }}\n", tile_at(tp, root, "r", "c"));
+  const std::string drop = amax_drop_nan(*x.p.outputs()[size_t(o)].node, "u");  // amax(x, AmaxNan::ignore)
+  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n{}      m = u > m ? u : m;\n    }}\n", tile_at(tp, root, "r", "c"),
+                       drop.empty() ? "" : "      " + drop + "\n");
   x.out += fmt::format("    mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
 }
 

@@ -49,6 +49,10 @@ int words_input(const Ctx& x, int s) {
 // Whether scale s's amax ignores NaN (the packed max drops NaN lanes first).
 bool drops_nan(const Ctx& x, int s) { return x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore; }
 
+// The per-root running maxima a tensor amax output accumulates into: tamax (NaN kept), or
+// tamax_fmax (NaN skipped, AmaxNan::ignore), so that two outputs of one value may differ.
+const char* amax_accumulator(const Output& o) { return o.node->amax_nan == AmaxNan::ignore ? "tamax_fmax" : "tamax"; }
+
 // Whether scale s is computed once per block row, on one lane (the plan's choice).
 bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
 
@@ -519,7 +523,10 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
       case OutputKind::values: emit_values_store(x, o); break;
       case OutputKind::amax: {
         const int r = x.v.output_index[size_t(o)];
-        x.out += fmt::format("    for (int e = 0; e < 8; ++e) {{ const mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; tamax[{0}] = a > tamax[{0}] ? a : tamax[{0}]; }}\n", r);
+        const char* acc = amax_accumulator(out);
+        const std::string drop = amax_drop_nan(*out.node, "a");
+        x.out += fmt::format("    for (int e = 0; e < 8; ++e) {{ {3}mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; {2}{1}[{0}] = a > {1}[{0}] ? a : {1}[{0}]; }}\n",
+                             r, acc, drop, drop.empty() ? "const " : "");
         break;
       }
     }
@@ -574,9 +581,11 @@ void emit_direct_kernel(Ctx& x) {
     if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
   for (size_t i = 0; i < dqs.size(); ++i) emit_dequant_loads(x, dqs[i], int(i));
   x.out += "  }\n";
-  bool any_amax = false;
-  for (const Output& o : x.p.outputs()) any_amax |= o.kind == OutputKind::amax;
-  if (any_amax) x.out += fmt::format("  mx_u32 tamax[{}] = {{}};\n", x.v.roots.size());
+  for (const char* acc : {"tamax", "tamax_fmax"}) {
+    bool any = false;
+    for (const Output& o : x.p.outputs()) any |= o.kind == OutputKind::amax && amax_accumulator(o) == std::string(acc);
+    if (any) x.out += fmt::format("  mx_u32 {}[{}] = {{}};\n", acc, x.v.roots.size());
+  }
   // Whole-chunk code stores are aligned when the base and every row stride are (chunks start at
   // multiples of 8 columns): one test per thread instead of one per store.
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
@@ -605,7 +614,7 @@ void emit_direct_kernel(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::amax) {
       const int r = x.v.output_index[size_t(o)];
-      x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), tamax[{}]);\n", o, r);
+      x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), {}[{}]);\n", o, amax_accumulator(x.p.outputs()[size_t(o)]), r);
     }
   x.out += "}\n";
 }
