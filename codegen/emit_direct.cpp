@@ -486,7 +486,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
     x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
   }
-  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+  for (size_t s = 0; s < x.v.scales.size() && !pl.direct().tensorwise; ++s) {  // tensorwise: emit_tensorwise_scales
     const int root = x.v.scale_root[s];
     x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
     if (scatter_scale(x, int(s))) {
@@ -517,7 +517,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     const Output& out = x.p.outputs()[size_t(o)];
     switch (out.kind) {
       case OutputKind::scales:
-        if (!owner_stores(x, o)) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
+        if (!owner_stores(x, o) && !pl.direct().tensorwise) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
         break;
       case OutputKind::elems: emit_elems_store(x, o); break;
       case OutputKind::values: emit_values_store(x, o); break;
@@ -530,6 +530,29 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
         break;
       }
     }
+  }
+  x.out += "  }\n";
+}
+
+// DirectPlan::tensorwise: every scale from the pre-pass's tensor amax (the workspace word,
+// flushed where a cast flushes: flushing commutes with the maximum), once per thread before
+// phase 2; the one scale of each scales output stored by thread 0 of CTA 0 (at offset 0: every
+// scale index is 0).
+void emit_tensorwise_scales(Ctx& x) {
+  x.out += "  // Tensorwise: the scales of the one block, from the pre-pass's tensor amax (P.aux).\n";
+  x.out += "  const mx_u32 mx_tensor_m = *static_cast<const mx_u32*>(P.aux);\n";
+  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+    x.out += fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    mx_u32 m = mx_tensor_m;\n", s);
+    if (x.v.scale_flush[s]) x.out += "    if (m < 0x00800000u) m = 0u;\n";
+    x.out += scale_from_amax(x.v.scales[s], "    ");
+    x.out += fmt::format("    byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n  }}\n", s);
+  }
+  x.out += "  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) {\n";
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::scales) continue;
+    x.out += fmt::format("    static_cast<{}*>(P.out[{}])[0] = {};\n", scale_ctype(out.dtype), o,
+                         stored_scale(out, std::to_string(x.v.output_index[size_t(o)])));
   }
   x.out += "  }\n";
 }
@@ -598,6 +621,7 @@ void emit_direct_kernel(Ctx& x) {
   }
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) x.out += fmt::format("  mx_u32 sb{}[{}] = {{}};  // blocked scale bytes, 4 rows per word\n", o, (U + 3) / 4);
+  if (pl.direct().tensorwise) emit_tensorwise_scales(x);
   bool any_scatter = false;
   for (int s = 0; s < int(x.v.scales.size()); ++s) any_scatter = any_scatter || scatter_scale(x, s);
   if (any_scatter) x.out += "  const int lane = threadIdx.x & 31;\n";
