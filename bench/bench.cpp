@@ -138,7 +138,8 @@ std::vector<Case> cases(const BenchOptions& o) {
     for (const auto& s : big) add("fp8 rowwise (whole rows)", [] { return whole_axis(1); }, s);
     for (const auto& s : big) add("fp8 colwise (whole columns)", [] { return whole_axis(0); }, s);
     for (const auto& s : std::vector<std::vector<int64_t>>{{16384, 16384}, {8192, 5120}})
-      add("tensorwise FP8 E4M3 (f32 multiplier; input read twice, <= 60% of copy)", [] { return tensorwise(); }, s);
+      add(
+          "tensorwise FP8 E4M3 (f32 multiplier; input read twice, <= 60% of copy)", [] { return tensorwise(); }, s);
     // torchao's MoE expert weights B_t (E, K, N), K unit-stride: colwise over K (codes in B_t's
     // layout) and the transposed rowwise over N (codes along N).
     add("fp8 3-D colwise (whole K)", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, {16, 5120, 8192},

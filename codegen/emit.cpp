@@ -303,8 +303,8 @@ void emit_amax(Ctx& x, int o) {
   x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", tp.tile_rows * tp.tile_cols, pl.threads);
   x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", tp.tile_cols);
   const std::string drop = amax_drop_nan(*x.p.outputs()[size_t(o)].node, "u");  // amax(x, AmaxNan::ignore)
-  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n{}      m = u > m ? u : m;\n    }}\n", tile_at(tp, root, "r", "c"),
-                       drop.empty() ? "" : "      " + drop + "\n");
+  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n{}      m = u > m ? u : m;\n    }}\n",
+                       tile_at(tp, root, "r", "c"), drop.empty() ? "" : "      " + drop + "\n");
   x.out += fmt::format("    mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
 }
 
@@ -333,7 +333,7 @@ std::string kernel_name(const Pipeline& p, const Plan& plan, const Target& targe
   std::string dims;
   for (const NodePtr& sn : v.scales) {
     const BlockSpec& b = block_of(sn);
-    std::string d = b.jagged()                 ? "groups"
+    std::string d = b.jagged()                  ? "groups"
                     : whole_tensor(b, p.rank()) ? "tensorwise"
                     : b.axes.size() == 1        ? fmt::format("dim{}", p.rank() - 1 - b.axes[0])
                                                 : "blocks2d";

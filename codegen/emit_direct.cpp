@@ -525,8 +525,9 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
         const int r = x.v.output_index[size_t(o)];
         const char* acc = amax_accumulator(out);
         const std::string drop = amax_drop_nan(*out.node, "a");
-        x.out += fmt::format("    for (int e = 0; e < 8; ++e) {{ {3}mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; {2}{1}[{0}] = a > {1}[{0}] ? a : {1}[{0}]; }}\n",
-                             r, acc, drop, drop.empty() ? "const " : "");
+        x.out += fmt::format(
+            "    for (int e = 0; e < 8; ++e) {{ {3}mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; {2}{1}[{0}] = a > {1}[{0}] ? a : {1}[{0}]; }}\n",
+            r, acc, drop, drop.empty() ? "const " : "");
         break;
       }
     }
@@ -542,7 +543,8 @@ void emit_tensorwise_scales(Ctx& x) {
   x.out += "  // Tensorwise: the scales of the one block, from the pre-pass's tensor amax (P.aux).\n";
   x.out += "  const mx_u32 mx_tensor_m = *static_cast<const mx_u32*>(P.aux);\n";
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
-    x.out += fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    mx_u32 m = mx_tensor_m;\n", s);
+    x.out +=
+        fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    mx_u32 m = mx_tensor_m;\n", s);
     if (x.v.scale_flush[s]) x.out += "    if (m < 0x00800000u) m = 0u;\n";
     x.out += scale_from_amax(x.v.scales[s], "    ");
     x.out += fmt::format("    byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n  }}\n", s);
@@ -638,7 +640,8 @@ void emit_direct_kernel(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::amax) {
       const int r = x.v.output_index[size_t(o)];
-      x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), {}[{}]);\n", o, amax_accumulator(x.p.outputs()[size_t(o)]), r);
+      x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), {}[{}]);\n", o,
+                           amax_accumulator(x.p.outputs()[size_t(o)]), r);
     }
   x.out += "}\n";
 }

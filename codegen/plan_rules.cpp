@@ -19,7 +19,8 @@ NodePtr jagged_scale(const ValueSet& v) {
 
 void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
   if (tensorwise(p, v)) check_tensorwise_runs(p, v);
-  else if (whole_axis(v) >= 0) check_rows_runs(p, v);
+  else if (whole_axis(v) >= 0)
+    check_rows_runs(p, v);
   // Any scale definition runs on the GPU (codegen/scale_expr_cuda.hpp), except a generic one that
   // needs the tensor amax: only NVFP4's library recipe has that pre-pass there.
   for (const NodePtr& sn : v.scales)
@@ -75,8 +76,10 @@ void check_rows_runs(const Pipeline& p, const ValueSet& v) {
   for (const NodePtr& sn : v.scales) {
     const BlockSpec& b = block_of(sn);
     if (b.axes.size() != 1 || b.axes[0] != w || b.sizes[0] != kWholeAxis)
-      refuse(fmt::format("when every scale blocks the same one axis whole (here {} beside blocks(axis {}, whole)); "
-                         "whole-by-tile blocks are not generated yet", b.str(), w));
+      refuse(
+          fmt::format("when every scale blocks the same one axis whole (here {} beside blocks(axis {}, whole)); "
+                      "whole-by-tile blocks are not generated yet",
+                      b.str(), w));
     if (tensor_amax_of(*sn)) refuse("without a two-level (NVFP4) scale");
   }
   for (const Output& o : p.outputs()) {
@@ -104,13 +107,16 @@ bool tensorwise(const Pipeline& p, const ValueSet& v) {
 
 void check_tensorwise_runs(const Pipeline& p, const ValueSet& v) {
   const auto refuse = [&](const std::string& why) {
-    throw UsageError(fmt::format("GPU generator: tensorwise scales (blocks whole on every axis) run on the GPU {}; this "
-                                 "pipeline runs on the CPU backends", why));
+    throw UsageError(
+        fmt::format("GPU generator: tensorwise scales (blocks whole on every axis) run on the GPU {}; this "
+                    "pipeline runs on the CPU backends",
+                    why));
   };
   for (size_t s = 0; s < v.scales.size(); ++s) {
     const NodePtr& sn = v.scales[s];
     if (!whole_tensor(block_of(sn), p.rank()))
-      refuse(fmt::format("when every scale is tensorwise (here {} beside a tensorwise scale; split the pipeline)", block_of(sn).str()));
+      refuse(fmt::format("when every scale is tensorwise (here {} beside a tensorwise scale; split the pipeline)",
+                         block_of(sn).str()));
     if (tensor_amax_of(*sn)) refuse("without a two-level (NVFP4) scale");
     if (v.scale_root[s] != v.scale_root[0] || sn->amax_nan != v.scales[0]->amax_nan)
       refuse("when every scale takes the amax of one value under one NaN rule (one tensor-amax pre-pass)");
@@ -122,16 +128,20 @@ void check_tensorwise_runs(const Pipeline& p, const ValueSet& v) {
     if (out.kind == OutputKind::amax || out.kind == OutputKind::values)
       refuse(fmt::format("with code and scale outputs only (output '{}' is {})", out.name,
                          out.kind == OutputKind::amax ? "an amax" : "a value tensor"));
-    if (out.kind == OutputKind::scales && (out.layout.grouped() || is_blocked(out.layout) || !out.bound.strided() || out.bound.pack != 1))
-      refuse(fmt::format("with scales in a strided layout (row_major, col_major, perm); output '{}' is {}", out.name, out.layout.str()));
+    if (out.kind == OutputKind::scales &&
+        (out.layout.grouped() || is_blocked(out.layout) || !out.bound.strided() || out.bound.pack != 1))
+      refuse(fmt::format("with scales in a strided layout (row_major, col_major, perm); output '{}' is {}", out.name,
+                         out.layout.str()));
     if (out.kind != OutputKind::elems) continue;
     if (v.quantizes[size_t(v.output_index[o])]->elem.packed())
       refuse(fmt::format("with byte codes (output '{}' packs two FP4 codes a byte)", out.name));
-    if (generic_layout(out)) refuse(fmt::format("with codes in a strided layout; output '{}' is {}", out.name, out.layout.str()));
+    if (generic_layout(out))
+      refuse(fmt::format("with codes in a strided layout; output '{}' is {}", out.name, out.layout.str()));
     const int a = out.layout.order(p.rank()).back();
     if (inner >= 0 && a != inner)
-      refuse(fmt::format("when every code output runs along one innermost axis (output '{}' along axis {}, '{}' along axis {})",
-                         inner_name, inner, out.name, a));
+      refuse(fmt::format(
+          "when every code output runs along one innermost axis (output '{}' along axis {}, '{}' along axis {})",
+          inner_name, inner, out.name, a));
     inner = a;
     inner_name = out.name;
   }

@@ -77,11 +77,13 @@ std::optional<PrePass> nvfp4_prepass(const Pipeline& p) {
 // one value, one rule) is their one block's amax; the cast itself is the direct kernel's
 // elementwise form (DirectPlan::tensorwise). Flushing commutes with the maximum, so the kernel
 // flushes the pre-pass's word where a cast asks.
-void plan_tensorwise(const Pipeline& p, const ValueSet& v, const Target& target, const StrideClass& sc, const Schedule& schedule,
-                     Fit fit, Plan& plan) {
+void plan_tensorwise(const Pipeline& p, const ValueSet& v, const Target& target, const StrideClass& sc,
+                     const Schedule& schedule, Fit fit, Plan& plan) {
   if (schedule.kernel != KernelKind::automatic && schedule.kernel != KernelKind::direct && fit == Fit::exact)
-    throw UsageError(fmt::format("schedule {}: the {} kernel does not apply to this cast (tensorwise scales run on the direct "
-                                 "kernel after a tensor-amax pre-pass)", schedule.str(), kernel_kind_name(schedule.kernel)));
+    throw UsageError(
+        fmt::format("schedule {}: the {} kernel does not apply to this cast (tensorwise scales run on the direct "
+                    "kernel after a tensor-amax pre-pass)",
+                    schedule.str(), kernel_kind_name(schedule.kernel)));
   choose_tensorwise_axes(p, sc, plan);
   const NodePtr& sn = v.scales[0];
   plan.prepass = amax_prepass(p, amax(Expr(v.roots[size_t(v.scale_root[0])]), sn->amax_nan));

@@ -304,7 +304,8 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
   auto st = f32_scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3);
   const Pipeline pt = pipeline({output("q", cast(e4m3, x / st)), output("s", st)});
   CHECK(generate(pt, Target::parse("sm_90a"), default_stride_class(pt)).plan.direct().tensorwise);
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st), output("s1", sw)}), "when every scale is tensorwise");
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st), output("s1", sw)}),
+              "when every scale is tensorwise");
 }
 
 TEST_CASE("NVFP4 (both conventions, dim0 and dim1) compiles for sm_90a and sm_100a") {

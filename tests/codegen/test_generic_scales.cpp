@@ -177,7 +177,8 @@ TEST_CASE("generic scales: what still runs on the CPU only is a UsageError namin
   CHECK(tw.direct().tensorwise);
   CHECK(tw.prepass.has_value());
   auto s4 = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / stw)), output("s", stw), output("q4", cast(e2m1, x / s4)), output("s4", s4)}),
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / stw)), output("s", stw), output("q4", cast(e2m1, x / s4)),
+                        output("s4", s4)}),
               "when every scale is tensorwise");
 }
 

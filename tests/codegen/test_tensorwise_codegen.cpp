@@ -80,20 +80,22 @@ TEST_CASE("tensorwise: the planner runs a pre-pass for the tensor amax, then the
   CHECK(one.grid[0] * one.grid[1] * one.grid[2] == 1u);
 }
 
-TEST_CASE("tensorwise: the kernel computes the scale once per thread from the workspace and stores it from one thread") {
+TEST_CASE(
+    "tensorwise: the kernel computes the scale once per thread from the workspace and stores it from one thread") {
   const Target t = Target::parse("sm_90a");
   const std::string src = generate(tensorwise(DType::bf16, 2, {true, true}), t, unit_along(1)).source;
   CHECK(count(src, "*static_cast<const mx_u32*>(P.aux)") == 1);
   CHECK(count(src, "blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0") == 1);
   CHECK(src.find("__shfl_xor_sync") == std::string::npos);  // no per-block amax
-  CHECK(src.find("tensorwise=1") != std::string::npos);    // the banner's plan
+  CHECK(src.find("tensorwise=1") != std::string::npos);     // the banner's plan
   // A flushing cast flushes the pre-pass's word.
   auto x = input("x", DType::bf16, rank(2));
   auto s = e8m0_scale(amax(whole(x)), e4m3, ScaleRule::floor);
   CastOptions flush;
   flush.flush_subnormals = true;
   const std::string fl =
-      generate(pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, Saturate::finite, flush)), output("s", s)}), t, unit_along(1))
+      generate(pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, Saturate::finite, flush)), output("s", s)}),
+               t, unit_along(1))
           .source;
   CHECK(fl.find("mx_u32 m = mx_tensor_m;\n    if (m < 0x00800000u) m = 0u;") != std::string::npos);
   // The pre-pass of an amax that ignores NaN drops NaN |x| patterns.
@@ -103,7 +105,8 @@ TEST_CASE("tensorwise: the kernel computes the scale once per thread from the wo
   CHECK(ps.find("mx_block_amax_publish(static_cast<mx_u32*>(P.out[0]), tamax_fmax[0])") != std::string::npos);
   // So does the tiled kernel's amax output (beside 32x32 blocks).
   auto s2 = e8m0_scale(amax(blocks(x, {0, 1}, {32, 32})), e4m3, ScaleRule::floor);
-  const Pipeline tiled = pipeline({output("q", cast(e4m3, x / s2)), output("s", s2), output("a", amax(x, AmaxNan::ignore))});
+  const Pipeline tiled =
+      pipeline({output("q", cast(e4m3, x / s2)), output("s", s2), output("a", amax(x, AmaxNan::ignore))});
   const GeneratedKernel tk = generate(tiled, t, unit_along(1));
   CHECK(tk.plan.kind == KernelKind::tiled);
   CHECK(tk.source.find("mx_u32 u = mx_bits(") != std::string::npos);
@@ -126,38 +129,49 @@ TEST_CASE("tensorwise: the casts the GPU does not run are refused by name") {
   auto mx = e8m0_scale(amax(blocks(x, 1, 32)), e4m3, ScaleRule::rceil);
   CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("s", tw), output("q1", cast(e4m3, x / rows))}))
             .find("when every scale is tensorwise (here blocks(1,whole) beside") != std::string::npos);
-  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("q1", cast(e4m3, x / mx))})).find("when every scale is tensorwise") !=
-        std::string::npos);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("q1", cast(e4m3, x / mx))}))
+            .find("when every scale is tensorwise") != std::string::npos);
   // Two pre-passes: another value, another NaN rule.
   auto y = input("y", DType::bf16, rank(2));
   auto twy = f32_scale(amax(whole(y)), e4m3);
-  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("q1", cast(e4m3, y / twy))})).find("one tensor-amax pre-pass") !=
-        std::string::npos);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("q1", cast(e4m3, y / twy))}))
+            .find("one tensor-amax pre-pass") != std::string::npos);
   auto twi = scale(amax(whole(x)), e4m3, recipes::vllm_group(e4m3, false));
-  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("q1", cast(e4m3, x / twi))})).find("under one NaN rule") !=
+  CHECK(
+      msg(pipeline({output("q", cast(e4m3, x / tw)), output("q1", cast(e4m3, x / twi))})).find("under one NaN rule") !=
+      std::string::npos);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("a", amax(x))})).find("output 'a' is an amax") !=
         std::string::npos);
-  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("a", amax(x))})).find("output 'a' is an amax") != std::string::npos);
-  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("v", x * 2.0, DType::f32)})).find("output 'v' is a value tensor") !=
-        std::string::npos);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("v", x * 2.0, DType::f32)}))
+            .find("output 'v' is a value tensor") != std::string::npos);
   auto tw8 = e8m0_scale(amax(whole(x)), e4m3, ScaleRule::rceil);
-  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw8)), output("s", tw8, Layout::parse("modes(*,1/4,0,1%4).pack(4)"))})).find("strided layout") !=
-        std::string::npos);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw8)), output("s", tw8, Layout::parse("modes(*,1/4,0,1%4).pack(4)"))}))
+            .find("strided layout") != std::string::npos);
   // A padded strided layout: zeroed at launch, the kernel writes the one scale.
-  CHECK(make_plan(pipeline({output("q", cast(e4m3, x / tw)), output("s", tw, Layout::parse("modes(0,1).align(1,4)"))}), t, unit_along(1)).zero_outputs ==
-        std::vector<int>{1});
+  CHECK(make_plan(pipeline({output("q", cast(e4m3, x / tw)), output("s", tw, Layout::parse("modes(0,1).align(1,4)"))}),
+                  t, unit_along(1))
+            .zero_outputs == std::vector<int>{1});
   auto tw4 = e8m0_scale(amax(whole(x)), e2m1, ScaleRule::floor);
-  CHECK(msg(pipeline({output("q", cast(e2m1, x / tw4)), output("s", tw4)})).find("packs two FP4 codes") != std::string::npos);
-  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)), output("q1", cast(e5m2, x / f32_scale(amax(whole(x)), e5m2)), layout::col_major())}))
+  CHECK(msg(pipeline({output("q", cast(e2m1, x / tw4)), output("s", tw4)})).find("packs two FP4 codes") !=
+        std::string::npos);
+  CHECK(msg(pipeline({output("q", cast(e4m3, x / tw)),
+                      output("q1", cast(e5m2, x / f32_scale(amax(whole(x)), e5m2)), layout::col_major())}))
             .find("one innermost axis (output 'q' along axis 1, 'q1' along axis 0)") != std::string::npos);
   // Another kernel asked for: refused exactly, ignored leniently (the tuner's tiled candidates).
   const Pipeline p = tensorwise(DType::bf16, 2);
-  CHECK(msg(p, Schedule::parse("tune(kernel=tiled)")).find("tensorwise scales run on the direct kernel") != std::string::npos);
-  CHECK(msg(p, Schedule::parse("tune(kernel=rows)")).find("tensorwise scales run on the direct kernel") != std::string::npos);
+  CHECK(msg(p, Schedule::parse("tune(kernel=tiled)")).find("tensorwise scales run on the direct kernel") !=
+        std::string::npos);
+  CHECK(msg(p, Schedule::parse("tune(kernel=rows)")).find("tensorwise scales run on the direct kernel") !=
+        std::string::npos);
   CHECK(make_plan(p, t, unit_along(1), Schedule::parse("tune(kernel=tiled)"), Fit::lenient).direct().tensorwise);
-  CHECK(make_plan(p, t, unit_along(1), Schedule::parse("tune(chunks_per_thread=2, ctas_per_sm=4)")).direct().chunks_per_thread == 2);
-  CHECK(msg(p, Schedule::parse("tune(tile_rows=32)")).find("tile_rows does not apply to the direct kernel") != std::string::npos);
+  CHECK(make_plan(p, t, unit_along(1), Schedule::parse("tune(chunks_per_thread=2, ctas_per_sm=4)"))
+            .direct()
+            .chunks_per_thread == 2);
+  CHECK(msg(p, Schedule::parse("tune(tile_rows=32)")).find("tile_rows does not apply to the direct kernel") !=
+        std::string::npos);
   // Every tuner candidate plans (the tiled ones are dropped).
-  for (const Schedule& s : schedule_candidates(p, t, unit_along(1))) CHECK(make_plan(p, t, unit_along(1), s).direct().tensorwise);
+  for (const Schedule& s : schedule_candidates(p, t, unit_along(1)))
+    CHECK(make_plan(p, t, unit_along(1), s).direct().tensorwise);
 }
 
 TEST_CASE("tensorwise: every variant compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
@@ -175,25 +189,34 @@ TEST_CASE("tensorwise: every variant compiles for sm_90a and sm_100a" * doctest:
   auto x = input("x", DType::bf16, rank(2));
   for (ScaleRule rule : {ScaleRule::floor, ScaleRule::rceil, ScaleRule::even}) {
     auto s = e8m0_scale(amax(whole(x)), e4m3, rule);
-    vs.push_back({fmt::format("E8M0 {}", rule_name(rule)), pipeline({output("q", cast(e4m3, x / s)), output("s", s)}), unit_along(1)});
+    vs.push_back({fmt::format("E8M0 {}", rule_name(rule)), pipeline({output("q", cast(e4m3, x / s)), output("s", s)}),
+                  unit_along(1)});
   }
-  for (const auto& [name, def] : {std::pair{"vllm", recipes::vllm_group(e4m3, true)}, std::pair{"te", recipes::transformer_engine(e4m3, false)},
-                                   std::pair{"deepgemm", recipes::deepgemm(e4m3, true)}, std::pair{"torchao", recipes::torchao_blockwise(e4m3)}}) {
+  for (const auto& [name, def] :
+       {std::pair{"vllm", recipes::vllm_group(e4m3, true)}, std::pair{"te", recipes::transformer_engine(e4m3, false)},
+        std::pair{"deepgemm", recipes::deepgemm(e4m3, true)}, std::pair{"torchao", recipes::torchao_blockwise(e4m3)}}) {
     auto s = scale(amax(whole(x)), e4m3, def);
     const Saturate sat = std::string(name) == "deepgemm" ? Saturate::none : Saturate::finite;
-    vs.push_back({name, pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, sat)), output("s", s)}), unit_along(1)});
+    vs.push_back(
+        {name, pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, sat)), output("s", s)}), unit_along(1)});
   }
   CastOptions flush;
   flush.flush_subnormals = true;
   auto sf = f32_scale(amax(whole(x)), e4m3);
-  vs.push_back({"flush", pipeline({output("q", cast(e4m3, x / sf, Round::nearest_even, Saturate::finite, flush)), output("s", sf)}),
+  vs.push_back(
+      {"flush",
+       pipeline({output("q", cast(e4m3, x / sf, Round::nearest_even, Saturate::finite, flush)), output("s", sf)}),
+       unit_along(1)});
+  vs.push_back(
+      {"stochastic", pipeline({output("q", cast(e4m3, x / sf, Round::stochastic)), output("s", sf)}), unit_along(1)});
+  vs.push_back({"two code outputs",
+                pipeline({output("q", cast(e4m3, x / sf)),
+                          output("q1", cast(e5m2, x / f32_scale(amax(whole(x)), e5m2))), output("s", sf)}),
                 unit_along(1)});
-  vs.push_back({"stochastic", pipeline({output("q", cast(e4m3, x / sf, Round::stochastic)), output("s", sf)}), unit_along(1)});
-  vs.push_back({"two code outputs", pipeline({output("q", cast(e4m3, x / sf)), output("q1", cast(e5m2, x / f32_scale(amax(whole(x)), e5m2))),
-                                              output("s", sf)}), unit_along(1)});
   vs.push_back({"pre-pass ignoring NaN", pipeline({output("tamax", amax(x, AmaxNan::ignore))}), unit_along(1)});
   auto s32 = e8m0_scale(amax(blocks(x, {0, 1}, {32, 32})), e4m3, ScaleRule::floor);
-  vs.push_back({"tiled, amax ignoring NaN", pipeline({output("q", cast(e4m3, x / s32)), output("s", s32), output("a", amax(x, AmaxNan::ignore))}),
+  vs.push_back({"tiled, amax ignoring NaN",
+                pipeline({output("q", cast(e4m3, x / s32)), output("s", s32), output("a", amax(x, AmaxNan::ignore))}),
                 unit_along(1)});
   vs.push_back({"tune(chunks_per_thread=1, ctas_per_sm=4)", tensorwise(DType::bf16, 2), unit_along(1),
                 Schedule::parse("tune(chunks_per_thread=1, ctas_per_sm=4)")});

@@ -12,7 +12,8 @@ inline Blocks whole(const Expr& x) {
 
 /// Codes of `elem` in layout `q` and the FP32 scale of input "x" tensorwise (torchao's Float8
 /// tensorwise recipe with options `o`).
-inline Pipeline tensorwise(DType dt, int r, F32ScaleOptions o = {}, ElemFormat elem = e4m3, Layout q = layout::row_major()) {
+inline Pipeline tensorwise(DType dt, int r, F32ScaleOptions o = {}, ElemFormat elem = e4m3,
+                           Layout q = layout::row_major()) {
   auto x = input("x", dt, rank(r));
   auto s = f32_scale(amax(whole(x)), elem, o);
   return pipeline({output("q", cast(elem, x / s), q), output("s", s)});
