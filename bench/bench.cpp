@@ -97,6 +97,14 @@ Pipeline whole_axis(int axis, int r = 2, Layout q = layout::row_major()) {
   auto sc = f32_scale(amax(blocks(x, axis, kWholeAxis)), e4m3, {true, true});
   return pipeline({output("q", mxjit::cast(e4m3, x / sc), q), output("s", sc)});
 }
+// torchao's Float8 tensorwise cast (one FP32 multiplier for the whole tensor, not rounded). A
+// tensor-amax pre-pass reads the input first, so the input is read twice: 5 bytes of traffic per
+// bf16 element against the 3 the row's GB/s counts, at most 60% of copy.
+Pipeline tensorwise() {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = f32_scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3, {true, false});
+  return pipeline({output("q", mxjit::cast(e4m3, x / sc)), output("s", sc)});
+}
 Pipeline dequant() {
   Expr d = dequantize("q", "s", e4m3, ScaleFormat::e8m0, rank(2), 1, 32);
   return pipeline({output("y", d, DType::bf16)});
@@ -130,6 +138,9 @@ std::vector<Case> cases(const BenchOptions& o) {
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, sq);
     for (const auto& s : big) add("fp8 rowwise (whole rows)", [] { return whole_axis(1); }, s);
     for (const auto& s : big) add("fp8 colwise (whole columns)", [] { return whole_axis(0); }, s);
+    for (const auto& s : std::vector<std::vector<int64_t>>{{16384, 16384}, {8192, 5120}})
+      add(
+          "tensorwise FP8 E4M3 (f32 multiplier; input read twice, <= 60% of copy)", [] { return tensorwise(); }, s);
     // torchao's MoE expert weights B_t (E, K, N), K unit-stride: colwise over K (codes in B_t's
     // layout) and the transposed rowwise over N (codes along N).
     add("fp8 3-D colwise (whole K)", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, {16, 5120, 8192},

@@ -5,6 +5,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/plan_rules.hpp"
 #include "codegen/scale_expr_cuda.hpp"
 #include "codegen/values.hpp"
 #include "dsl/errors.hpp"
@@ -338,7 +339,9 @@ void emit_amax(Ctx& x, int o) {
   x.out += fmt::format("  // Tensor amax '{}'.\n  {{\n    mx_u32 m = 0u;\n", x.p.outputs()[size_t(o)].name);
   x.out += fmt::format("    for (int k = threadIdx.x; k < {}; k += {}) {{\n", tp.tile_rows * tp.tile_cols, pl.threads);
   x.out += fmt::format("      const int r = k / {0}, c = k % {0};\n", tp.tile_cols);
-  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n      m = u > m ? u : m;\n    }}\n", tile_at(tp, root, "r", "c"));
+  const std::string drop = amax_drop_nan(*x.p.outputs()[size_t(o)].node, "u");  // amax(x, AmaxNan::ignore)
+  x.out += fmt::format("      mx_u32 u = mx_bits({}) & 0x7fffffffu;\n{}      m = u > m ? u : m;\n    }}\n",
+                       tile_at(tp, root, "r", "c"), drop.empty() ? "" : "      " + drop + "\n");
   x.out += fmt::format("    mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), m);\n  }}\n", o);
 }
 
@@ -367,7 +370,10 @@ std::string kernel_name(const Pipeline& p, const Plan& plan, const Target& targe
   std::string dims;
   for (const NodePtr& sn : v.scales) {
     const BlockSpec& b = block_of(sn);
-    std::string d = b.jagged() ? "groups" : b.axes.size() == 1 ? fmt::format("dim{}", p.rank() - 1 - b.axes[0]) : "blocks2d";
+    std::string d = b.jagged()                  ? "groups"
+                    : whole_tensor(b, p.rank()) ? "tensorwise"
+                    : b.axes.size() == 1        ? fmt::format("dim{}", p.rank() - 1 - b.axes[0])
+                                                : "blocks2d";
     if (dims.find(d) == std::string::npos) dims += d;
   }
   words.push_back(dims.empty() ? "values" : dims);

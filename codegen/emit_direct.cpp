@@ -49,6 +49,10 @@ int words_input(const Ctx& x, int s) {
 // Whether scale s's amax ignores NaN (the packed max drops NaN lanes first).
 bool drops_nan(const Ctx& x, int s) { return x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore; }
 
+// The per-root running maxima a tensor amax output accumulates into: tamax (NaN kept), or
+// tamax_fmax (NaN skipped, AmaxNan::ignore), so that two outputs of one value may differ.
+const char* amax_accumulator(const Output& o) { return o.node->amax_nan == AmaxNan::ignore ? "tamax_fmax" : "tamax"; }
+
 // Whether scale s is computed once per block row, on one lane (the plan's choice).
 bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
 
@@ -482,7 +486,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
     x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
   }
-  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+  for (size_t s = 0; s < x.v.scales.size() && !pl.direct().tensorwise; ++s) {  // tensorwise: emit_tensorwise_scales
     const int root = x.v.scale_root[s];
     x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
     if (scatter_scale(x, int(s))) {
@@ -513,16 +517,44 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     const Output& out = x.p.outputs()[size_t(o)];
     switch (out.kind) {
       case OutputKind::scales:
-        if (!owner_stores(x, o)) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
+        if (!owner_stores(x, o) && !pl.direct().tensorwise) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
         break;
       case OutputKind::elems: emit_elems_store(x, o); break;
       case OutputKind::values: emit_values_store(x, o); break;
       case OutputKind::amax: {
         const int r = x.v.output_index[size_t(o)];
-        x.out += fmt::format("    for (int e = 0; e < 8; ++e) {{ const mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; tamax[{0}] = a > tamax[{0}] ? a : tamax[{0}]; }}\n", r);
+        const char* acc = amax_accumulator(out);
+        const std::string drop = amax_drop_nan(*out.node, "a");
+        x.out += fmt::format(
+            "    for (int e = 0; e < 8; ++e) {{ {3}mx_u32 a = mx_bits(v{0}[e]) & 0x7fffffffu; {2}{1}[{0}] = a > {1}[{0}] ? a : {1}[{0}]; }}\n",
+            r, acc, drop, drop.empty() ? "const " : "");
         break;
       }
     }
+  }
+  x.out += "  }\n";
+}
+
+// DirectPlan::tensorwise: every scale from the pre-pass's tensor amax (the workspace word,
+// flushed where a cast flushes: flushing commutes with the maximum), once per thread before
+// phase 2; the one scale of each scales output stored by thread 0 of CTA 0 (at offset 0: every
+// scale index is 0).
+void emit_tensorwise_scales(Ctx& x) {
+  x.out += "  // Tensorwise: the scales of the one block, from the pre-pass's tensor amax (P.aux).\n";
+  x.out += "  const mx_u32 mx_tensor_m = *static_cast<const mx_u32*>(P.aux);\n";
+  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+    x.out +=
+        fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    mx_u32 m = mx_tensor_m;\n", s);
+    if (x.v.scale_flush[s]) x.out += "    if (m < 0x00800000u) m = 0u;\n";
+    x.out += scale_from_amax(x.v.scales[s], "    ");
+    x.out += fmt::format("    byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n  }}\n", s);
+  }
+  x.out += "  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) {\n";
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::scales) continue;
+    x.out += fmt::format("    static_cast<{}*>(P.out[{}])[0] = {};\n", scale_ctype(out.dtype), o,
+                         stored_scale(out, std::to_string(x.v.output_index[size_t(o)])));
   }
   x.out += "  }\n";
 }
@@ -574,9 +606,11 @@ void emit_direct_kernel(Ctx& x) {
     if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
   for (size_t i = 0; i < dqs.size(); ++i) emit_dequant_loads(x, dqs[i], int(i));
   x.out += "  }\n";
-  bool any_amax = false;
-  for (const Output& o : x.p.outputs()) any_amax |= o.kind == OutputKind::amax;
-  if (any_amax) x.out += fmt::format("  mx_u32 tamax[{}] = {{}};\n", x.v.roots.size());
+  for (const char* acc : {"tamax", "tamax_fmax"}) {
+    bool any = false;
+    for (const Output& o : x.p.outputs()) any |= o.kind == OutputKind::amax && amax_accumulator(o) == std::string(acc);
+    if (any) x.out += fmt::format("  mx_u32 {}[{}] = {{}};\n", acc, x.v.roots.size());
+  }
   // Whole-chunk code stores are aligned when the base and every row stride are (chunks start at
   // multiples of 8 columns): one test per thread instead of one per store.
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
@@ -589,6 +623,7 @@ void emit_direct_kernel(Ctx& x) {
   }
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) x.out += fmt::format("  mx_u32 sb{}[{}] = {{}};  // blocked scale bytes, 4 rows per word\n", o, (U + 3) / 4);
+  if (pl.direct().tensorwise) emit_tensorwise_scales(x);
   bool any_scatter = false;
   for (int s = 0; s < int(x.v.scales.size()); ++s) any_scatter = any_scatter || scatter_scale(x, s);
   if (any_scatter) x.out += "  const int lane = threadIdx.x & 31;\n";
@@ -605,7 +640,8 @@ void emit_direct_kernel(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::amax) {
       const int r = x.v.output_index[size_t(o)];
-      x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), tamax[{}]);\n", o, r);
+      x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), {}[{}]);\n", o,
+                           amax_accumulator(x.p.outputs()[size_t(o)]), r);
     }
   x.out += "}\n";
 }

@@ -66,10 +66,13 @@ struct KindText {
   std::string operator()(const DirectPlan& d) const {
     std::vector<std::string> st;
     for (BlockedStore b : d.blocked) st.push_back(store_name(b));
-    return fmt::format("direct: block_cols={} lanes_per_block={} chunks_per_thread={} pad={}x{} row_step={} wide_rows={} "
-                       "scatter_scales={} e2m1_words={} eight_at_once={} blocked_scales=[{}]",
-                       d.block_cols, d.lanes_per_block, d.chunks_per_thread, d.pad_rows, d.pad_block_cols, d.row_step, int(d.wide_rows),
-                       bits(d.scatter_scales), bits(d.e2m1_words), bits(d.eight_at_once), fmt::join(st, ","));
+    return fmt::format(
+               "direct: block_cols={} lanes_per_block={} chunks_per_thread={} pad={}x{} row_step={} wide_rows={} "
+               "scatter_scales={} e2m1_words={} eight_at_once={} blocked_scales=[{}]",
+               d.block_cols, d.lanes_per_block, d.chunks_per_thread, d.pad_rows, d.pad_block_cols, d.row_step,
+               int(d.wide_rows), bits(d.scatter_scales), bits(d.e2m1_words), bits(d.eight_at_once),
+               fmt::join(st, ",")) +
+           (d.tensorwise ? " tensorwise=1 (the scale from the pre-pass's tensor amax)" : "");
   }
   std::string operator()(const TiledPlan& t) const {
     return fmt::format("tiled: tile={}x{} row_stride={} hoist_loads={} rows_per_store={} value_tiles={}", t.tile_rows, t.tile_cols,

@@ -69,6 +69,10 @@ struct DirectPlan {
   std::vector<bool> e2m1_words;      ///< per quantize: E2M1 codes from the bf16 words by bf16x2 arithmetic (sm_90)
   std::vector<bool> eight_at_once;   ///< per quantize: 8 E2M1 codes at once where the multiplier is finite (NVFP4)
   std::vector<BlockedStore> blocked;  ///< per output: how its blocked scales leave
+  /// Tensorwise: every scale's one block is the whole tensor. Its amax is the pre-pass's word
+  /// (Plan::prepass, P.aux), so each thread computes the scale once, before its chunks, and one
+  /// thread stores it; the kernel is then an elementwise cast (block_cols 8, one lane a block).
+  bool tensorwise = false;
 };
 
 /// The tiled kernel (emit.cpp): the tile's FP32 values in shared memory, any block shape.
@@ -171,7 +175,9 @@ struct ParamLayout {
   int words() const;
 };
 
-/// A kernel run before the cast: NVFP4's tensor amax over the cast's input, into the workspace.
+/// A kernel run before the cast: the tensor amax of a scale's value, into the workspace. NVFP4's
+/// per-tensor scale reads it, and a tensorwise scale (blocks whole on every axis) takes it as its
+/// one block's amax (the pre-pass then skips NaN where the scale's AmaxNan says so).
 struct PrePass {
   Pipeline pipeline;          ///< the tensor-amax pipeline
   std::vector<int> inputs;    ///< its inputs' positions among the cast's inputs

@@ -95,9 +95,13 @@ int tiled_smem_bytes(const ValueSet& v, const Plan& plan, const TiledPlan& t) {
 DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
                        const StrideClass& sc) {
   DirectPlan d;
-  int64_t bsize = v.scales.empty() && v.quantizes.empty() ? 8 : 0;
-  for (const NodePtr& n : v.quantizes) bsize = block_of(n).sizes[0];
-  for (const NodePtr& n : v.scales) bsize = block_of(n).sizes[0];
+  // Tensorwise: the block is the whole tensor, its amax the pre-pass's; a chunk is its own block.
+  d.tensorwise = tensorwise(p, v);
+  int64_t bsize = 8;
+  if (!d.tensorwise) {
+    for (const NodePtr& n : v.quantizes) bsize = block_of(n).sizes[0];
+    for (const NodePtr& n : v.scales) bsize = block_of(n).sizes[0];
+  }
   d.block_cols = int(bsize);
   d.lanes_per_block = int(bsize / 8);
   // Plain casts (nearest-even, bare 2-byte inputs) and FP8 casts through the hardware cvt ("hw

@@ -18,7 +18,9 @@ NodePtr jagged_scale(const ValueSet& v) {
 }
 
 void check_gpu_runs(const Pipeline& p, const ValueSet& v) {
-  if (whole_axis(v) >= 0) check_rows_runs(p, v);
+  if (tensorwise(p, v)) check_tensorwise_runs(p, v);
+  else if (whole_axis(v) >= 0)
+    check_rows_runs(p, v);
   // Any scale definition runs on the GPU (codegen/scale_expr_cuda.hpp), except a generic one that
   // needs the tensor amax: only NVFP4's library recipe has that pre-pass there.
   for (const NodePtr& sn : v.scales)
@@ -74,8 +76,10 @@ void check_rows_runs(const Pipeline& p, const ValueSet& v) {
   for (const NodePtr& sn : v.scales) {
     const BlockSpec& b = block_of(sn);
     if (b.axes.size() != 1 || b.axes[0] != w || b.sizes[0] != kWholeAxis)
-      refuse(fmt::format("when every scale blocks the same one axis whole (here {} beside blocks(axis {}, whole)); "
-                         "tensorwise and whole-by-tile blocks are not generated yet", b.str(), w));
+      refuse(
+          fmt::format("when every scale blocks the same one axis whole (here {} beside blocks(axis {}, whole)); "
+                      "whole-by-tile blocks are not generated yet",
+                      b.str(), w));
     if (tensor_amax_of(*sn)) refuse("without a two-level (NVFP4) scale");
   }
   for (const Output& o : p.outputs()) {
@@ -86,6 +90,78 @@ void check_rows_runs(const Pipeline& p, const ValueSet& v) {
       refuse(fmt::format("with scales in a strided layout (row_major, col_major, perm); output '{}' is {}", o.name,
                          o.layout.str()));
   }
+}
+
+bool whole_tensor(const BlockSpec& b, int rank) {
+  if (b.jagged() || int(b.axes.size()) != rank) return false;
+  for (int64_t size : b.sizes)
+    if (size != kWholeAxis) return false;
+  return true;
+}
+
+bool tensorwise(const Pipeline& p, const ValueSet& v) {
+  for (const NodePtr& sn : v.scales)
+    if (whole_tensor(block_of(sn), p.rank())) return true;
+  return false;
+}
+
+void check_tensorwise_runs(const Pipeline& p, const ValueSet& v) {
+  const auto refuse = [&](const std::string& why) {
+    throw UsageError(
+        fmt::format("GPU generator: tensorwise scales (blocks whole on every axis) run on the GPU {}; this "
+                    "pipeline runs on the CPU backends",
+                    why));
+  };
+  for (size_t s = 0; s < v.scales.size(); ++s) {
+    const NodePtr& sn = v.scales[s];
+    if (!whole_tensor(block_of(sn), p.rank()))
+      refuse(fmt::format("when every scale is tensorwise (here {} beside a tensorwise scale; split the pipeline)",
+                         block_of(sn).str()));
+    if (tensor_amax_of(*sn)) refuse("without a two-level (NVFP4) scale");
+    if (v.scale_root[s] != v.scale_root[0] || sn->amax_nan != v.scales[0]->amax_nan)
+      refuse("when every scale takes the amax of one value under one NaN rule (one tensor-amax pre-pass)");
+  }
+  int inner = -1;
+  std::string inner_name;
+  for (size_t o = 0; o < p.outputs().size(); ++o) {
+    const Output& out = p.outputs()[o];
+    if (out.kind == OutputKind::amax || out.kind == OutputKind::values)
+      refuse(fmt::format("with code and scale outputs only (output '{}' is {})", out.name,
+                         out.kind == OutputKind::amax ? "an amax" : "a value tensor"));
+    if (out.kind == OutputKind::scales &&
+        (out.layout.grouped() || is_blocked(out.layout) || !out.bound.strided() || out.bound.pack != 1))
+      refuse(fmt::format("with scales in a strided layout (row_major, col_major, perm); output '{}' is {}", out.name,
+                         out.layout.str()));
+    if (out.kind != OutputKind::elems) continue;
+    if (v.quantizes[size_t(v.output_index[o])]->elem.packed())
+      refuse(fmt::format("with byte codes (output '{}' packs two FP4 codes a byte)", out.name));
+    if (generic_layout(out))
+      refuse(fmt::format("with codes in a strided layout; output '{}' is {}", out.name, out.layout.str()));
+    const int a = out.layout.order(p.rank()).back();
+    if (inner >= 0 && a != inner)
+      refuse(fmt::format(
+          "when every code output runs along one innermost axis (output '{}' along axis {}, '{}' along axis {})",
+          inner_name, inner, out.name, a));
+    inner = a;
+    inner_name = out.name;
+  }
+}
+
+void choose_tensorwise_axes(const Pipeline& p, const StrideClass& sc, Plan& plan) {
+  const int rank = p.rank();
+  int inner = -1;
+  for (const Output& o : p.outputs())
+    if (o.kind == OutputKind::elems) inner = o.layout.order(rank).back();
+  const int lead = first_tensor_input(p);
+  const int unit = lead >= 0 && lead < int(sc.unit_axis.size()) ? sc.unit_axis[size_t(lead)] : -1;
+  plan.rank = rank;
+  plan.ax_c = inner >= 0 ? inner : unit >= 0 ? unit : rank - 1;
+  plan.ax_r = -1;
+  for (int a = rank - 1; a >= 0 && plan.ax_r < 0; --a)
+    if (a != plan.ax_c) plan.ax_r = a;
+  plan.batch_axes.clear();
+  for (int a = 0; a < rank; ++a)
+    if (a != plan.ax_r && a != plan.ax_c) plan.batch_axes.push_back(a);
 }
 
 int first_tensor_input(const Pipeline& p) {

@@ -19,6 +19,20 @@ int whole_axis(const ValueSet& v);
 /// (FP4 codes are packed along their block axis: the DSL's rule.)
 void check_rows_runs(const Pipeline& p, const ValueSet& v);
 
+/// True when `b` blocks every axis of a rank-`rank` domain whole: one block, the whole tensor.
+bool whole_tensor(const BlockSpec& b, int rank);
+/// True when some scale of `v` is tensorwise (whole_tensor on the domain of `p`).
+bool tensorwise(const Pipeline& p, const ValueSet& v);
+/// Refuses the tensorwise casts the GPU does not run, naming the rule: every scale tensorwise,
+/// of one value under one AmaxNan (one pre-pass), no NVFP4; code and scale outputs only, byte
+/// codes (not FP4) all with the same innermost axis in layouts the direct kernel stores, scales
+/// in a strided layout.
+void check_tensorwise_runs(const Pipeline& p, const ValueSet& v);
+/// The axes of a tensorwise plan (the direct kernel's): ax_c the code outputs' innermost axis
+/// (their stores are vectors; the input may then be read element by element), else the lead
+/// input's unit-stride axis; ax_r the last other axis, the rest batch axes.
+void choose_tensorwise_axes(const Pipeline& p, const StrideClass& sc, Plan& plan);
+
 /// The jagged scale of `v` (a scale whose blocks are jagged groups), or null.
 NodePtr jagged_scale(const ValueSet& v);
 

@@ -55,18 +55,40 @@ ParamLayout param_layout(const Pipeline& p) {
   return l;
 }
 
+// The pre-pass computing `tamax` (a tensor amax node of a value of `p`) into the workspace.
+PrePass amax_prepass(const Pipeline& p, const Amax& tamax) {
+  PrePass pre{pipeline({output("tamax", tamax)}), {}, 4};
+  for (const InputDecl& in : pre.pipeline.inputs()) pre.inputs.push_back(p.input_index(in.name));
+  return pre;
+}
+
 // NVFP4 scales need the tensor amax first: a pre-pass over the same value (one per pipeline:
 // check_gpu_runs refuses two).
 std::optional<PrePass> nvfp4_prepass(const Pipeline& p) {
   for (const Output& o : p.outputs()) {
     if (o.kind != OutputKind::scales && o.kind != OutputKind::elems) continue;
     const NodePtr& sn = o.kind == OutputKind::scales ? o.node : o.node->args[1];
-    if (!tensor_amax_of(*sn)) continue;
-    PrePass pre{pipeline({output("tamax", Amax(tensor_amax_of(*sn)))}), {}, 4};
-    for (const InputDecl& in : pre.pipeline.inputs()) pre.inputs.push_back(p.input_index(in.name));
-    return pre;
+    if (tensor_amax_of(*sn)) return amax_prepass(p, Amax(tensor_amax_of(*sn)));
   }
   return std::nullopt;
+}
+
+// A tensorwise cast: the pre-pass's tensor amax under the scales' NaN rule (check_tensorwise_runs:
+// one value, one rule) is their one block's amax; the cast itself is the direct kernel's
+// elementwise form (DirectPlan::tensorwise). Flushing commutes with the maximum, so the kernel
+// flushes the pre-pass's word where a cast asks.
+void plan_tensorwise(const Pipeline& p, const ValueSet& v, const Target& target, const StrideClass& sc,
+                     const Schedule& schedule, Fit fit, Plan& plan) {
+  if (schedule.kernel != KernelKind::automatic && schedule.kernel != KernelKind::direct && fit == Fit::exact)
+    throw UsageError(
+        fmt::format("schedule {}: the {} kernel does not apply to this cast (tensorwise scales run on the direct "
+                    "kernel after a tensor-amax pre-pass)",
+                    schedule.str(), kernel_kind_name(schedule.kernel)));
+  choose_tensorwise_axes(p, sc, plan);
+  const NodePtr& sn = v.scales[0];
+  plan.prepass = amax_prepass(p, amax(Expr(v.roots[size_t(v.scale_root[0])]), sn->amax_nan));
+  plan.kind = KernelKind::direct;
+  plan.kernel = plan_direct(p, v, plan, fit_schedule(schedule, KernelKind::direct, false, fit), target, sc);
 }
 
 }  // namespace
@@ -96,6 +118,10 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     if (const Output& o = p.outputs()[i]; o.kind == OutputKind::amax || o.layout.grouped() ||
                                           (o.bound.pads() && !mxjit::detail::is_blocked(o.layout)))
       plan.zero_outputs.push_back(int(i));  // grouped, padded strided: kernels write real scales only
+  if (tensorwise(p, v)) {
+    plan_tensorwise(p, v, target, sc, schedule, fit, plan);
+    return plan;
+  }
   if (const int w = whole_axis(v); w >= 0) {
     if (schedule.kernel != KernelKind::automatic && schedule.kernel != KernelKind::rows && fit == Fit::exact)
       throw UsageError(fmt::format("schedule {}: the {} kernel does not apply to this cast (whole-axis blocks run on the rows kernel)",

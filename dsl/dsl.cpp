@@ -330,6 +330,14 @@ Amax amax(Expr x) {
   return Amax(make(std::move(n)));
 }
 
+Amax amax(Expr x, AmaxNan nan) {
+  Amax a = amax(std::move(x));
+  if (nan == AmaxNan::propagate) return a;
+  Node n = *a.node();
+  n.amax_nan = nan;
+  return Amax(make(std::move(n)));
+}
+
 static void check_block_amax(const std::string& what, const Amax& a) {
   if (a.node()->op != Op::block_amax)
     throw UsageError(fmt::format("{}: needs a block amax, amax(blocks(...)); got a tensor amax", what));

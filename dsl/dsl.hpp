@@ -159,6 +159,9 @@ class Amax {
 Amax amax(Blocks b);
 /// Tensor-wide amax (an optional output; NVFP4's per-tensor scale uses it).
 Amax amax(Expr x);
+/// Tensor-wide amax whose NaN elements propagate (as amax(x)) or, with AmaxNan::ignore, are
+/// skipped (CUDA fmaxf's reduction): the pre-pass of a tensorwise scale with that policy.
+Amax amax(Expr x, AmaxNan nan);
 
 /// One scale per block.
 class Scale {

@@ -173,6 +173,9 @@ std::string canonical(const NodePtr& n) {
     case Op::floor_log2:
       if (n->bits >= 0) attrs = fmt::format("{}", n->bits);
       break;
+    case Op::tensor_amax:
+      if (n->amax_nan == AmaxNan::ignore) attrs = "amax_fmax";  // printed only when set: earlier hashes stay
+      break;
     default: break;
   }
   std::vector<std::string> args;

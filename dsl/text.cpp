@@ -571,6 +571,8 @@ std::string to_text(const Pipeline& p) {
     const Output& a = outs.back();
     if (a.name != "amax") no_text_form(fmt::format("its amax output is named '{}', not 'amax'", a.name));
     if (!is_input_x(a.node->args[0])) no_text_form("output 'amax' is the amax of an expression, not of 'x'");
+    if (a.node->amax_nan == AmaxNan::ignore)
+      no_text_form("output 'amax' ignores NaN elements, which the text form does not spell");
     --n;
   }
   if (n == 0 || n % 2 != 0)

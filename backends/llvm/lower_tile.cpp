@@ -75,7 +75,8 @@ class TileEmitter {
 
   void output_amax() {
     for (size_t o = 0; o < t_.p.outputs().size(); ++o)
-      if (t_.plan.amax_slot[o] >= 0) atomic_max(t_.plan.amax_slot[o], tile_amax(vs_.output_index[o], false));
+      if (t_.plan.amax_slot[o] >= 0)
+        atomic_max(t_.plan.amax_slot[o], tile_amax(vs_.output_index[o], false, t_.p.outputs()[o].node->amax_nan));
   }
 
   void instance(int i) {

@@ -99,7 +99,7 @@ class Run {
     switch (o.kind) {
       case OutputKind::elems: write_elems(o, g, view); return;
       case OutputKind::scales: write_scales(o, g, view); return;
-      case OutputKind::amax: store_value(view, 0, amax_of(eval_->values(o.node->args[0]))); return;
+      case OutputKind::amax: store_value(view, 0, amax_of(eval_->values(o.node->args[0]), o.node->amax_nan)); return;
       case OutputKind::values: write_values(o, view); return;
     }
   }

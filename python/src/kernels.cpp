@@ -205,12 +205,17 @@ Views make_views(const Pipeline& p, nb::handle ptrs, nb::handle shapes, nb::hand
   return v;
 }
 
-// True when `p` needs the NVFP4 tensor-amax scratch (as Kernel::workspace_bytes decides it).
+// The tensor-amax scratch `p` needs (as Kernel::workspace_bytes decides it from the plan's
+// pre-pass): NVFP4's tensor amax, or a tensorwise scale's (blocks whole on every axis, the
+// planner's whole_tensor rule) one block amax.
 size_t pipeline_workspace_bytes(const Pipeline& p) {
   for (const Output& o : p.outputs()) {
     if (o.kind != OutputKind::scales && o.kind != OutputKind::elems) continue;
     const NodePtr& sn = o.kind == OutputKind::scales ? o.node : o.node->args[1];
-    if (tensor_amax_of(*sn)) return 4;
+    const BlockSpec& b = block_of(sn);
+    const bool tensorwise = !b.jagged() && int(b.axes.size()) == p.rank() &&
+                            std::all_of(b.sizes.begin(), b.sizes.end(), [](int64_t s) { return s == kWholeAxis; });
+    if (tensor_amax_of(*sn) || tensorwise) return 4;
   }
   return 0;
 }

@@ -287,8 +287,7 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
   auto sn = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
   Pipeline pn = pipeline({output("q", cast(e2m1, x / sn, Round::nearest_even, Saturate::finite, flush)), output("s", sn)});
   CHECK_THROWS_AS(generate(pn, Target::parse("sm_90a"), default_stride_class(pn)), UsageError);
-  // Whole rows run on the rows kernel, a whole tensor only on the CPU (generic scale definitions:
-  // test_generic_scales.cpp).
+  // Whole rows run on the rows kernel (generic scale definitions: test_generic_scales.cpp).
   auto gpu_refuses = [](const Pipeline& p, const char* part) {
     try {
       generate(p, Target::parse("sm_90a"), default_stride_class(p));
@@ -300,8 +299,13 @@ TEST_CASE("what the GPU generator does not run yet is a UsageError, not an NVRTC
   auto sw = f32_scale(amax(blocks(x, 1, kWholeAxis)), e4m3);
   CHECK(generate(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), Target::parse("sm_90a"), default_stride_class(pj))
             .plan.kind == KernelKind::rows);
+  // A whole tensor runs on the direct kernel after a tensor-amax pre-pass (test_tensorwise_codegen.cpp),
+  // not beside a scale of other blocks.
   auto st = f32_scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3);
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st)}), "tensorwise");
+  const Pipeline pt = pipeline({output("q", cast(e4m3, x / st)), output("s", st)});
+  CHECK(generate(pt, Target::parse("sm_90a"), default_stride_class(pt)).plan.direct().tensorwise);
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st), output("s1", sw)}),
+              "when every scale is tensorwise");
 }
 
 TEST_CASE("NVFP4 (both conventions, dim0 and dim1) compiles for sm_90a and sm_100a") {

@@ -164,13 +164,22 @@ TEST_CASE("generic scales: what still runs on the CPU only is a UsageError namin
   two.stored = amax_var() / tamax_var();
   auto st = scale(amax(blocks(x, 1, 128)), e4m3, two);
   gpu_refuses(pipeline({output("q", cast(e4m3, x / st)), output("s", st)}), "reads tamax_var()");
-  // Whole-axis blocks run on the rows kernel, with any definition; a whole tensor does not yet.
+  // Whole-axis blocks run on the rows kernel, with any definition; a whole tensor on the direct
+  // kernel after a tensor-amax pre-pass (test_tensorwise_codegen.cpp), but not beside NVFP4.
   auto sw = scale(amax(blocks(x, 1, kWholeAxis)), e4m3, recipes::vllm_group(e4m3, false));
   CHECK(generate(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)}), Target::parse("sm_90a"),
                  default_stride_class(pipeline({output("q", cast(e4m3, x / sw)), output("s", sw)})))
             .plan.kind == KernelKind::rows);
   auto stw = scale(amax(blocks(x, {0, 1}, {kWholeAxis, kWholeAxis})), e4m3, recipes::vllm_group(e4m3, false));
-  gpu_refuses(pipeline({output("q", cast(e4m3, x / stw)), output("s", stw)}), "tensorwise");
+  const Pipeline ptw = pipeline({output("q", cast(e4m3, x / stw)), output("s", stw)});
+  const Plan tw = generate(ptw, Target::parse("sm_90a"), default_stride_class(ptw)).plan;
+  CHECK(tw.kind == KernelKind::direct);
+  CHECK(tw.direct().tensorwise);
+  CHECK(tw.prepass.has_value());
+  auto s4 = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
+  gpu_refuses(pipeline({output("q", cast(e4m3, x / stw)), output("s", stw), output("q4", cast(e2m1, x / s4)),
+                        output("s4", s4)}),
+              "when every scale is tensorwise");
 }
 
 TEST_CASE("generic scales: every pipeline and schedule of the GPU tests generates (no refusal there)") {

@@ -182,3 +182,17 @@ TEST_CASE("whole-axis blocks next to jagged groups are refused by name") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("tensor amax outputs with NaN kept or skipped (the tensorwise pre-pass's rules)") {
+  MXJIT_REQUIRE_CPU_BACKEND();
+  auto x = input("x", DType::f32, rank(2));
+  for (AmaxNan nan : {AmaxNan::propagate, AmaxNan::ignore}) {
+    const cpu::CpuKernel k = cpu::cpu_jit(pipeline({output("a", amax(x, nan)), output("b", amax(x * 2.0, nan))}));
+    for (uint64_t seed : {6u, 7u}) {
+      std::vector<HostTensor> in;
+      in.push_back(random_input(DType::f32, {37, 301}, seed, true));
+      plant(in.back(), {37, 301});  // NaN, +-Inf, zeros, subnormals
+      CHECK(check_cpu(k, in, nan == AmaxNan::ignore ? "amax skipping NaN" : "amax keeping NaN") == 0);
+    }
+  }
+}

@@ -80,3 +80,23 @@ TEST_CASE("whole-axis blocks: rowwise, colwise and tensorwise FP32 scales of a 5
   expect_block(v, tail, mixed[1].f32()[2], mixed[0].u8());
   CHECK(blocks(x, 1, kWholeAxis).node()->block.str() == "blocks(1,whole)");
 }
+
+TEST_CASE(
+    "tensor amax outputs: NaN kept (amax(x)) or skipped (amax(x, AmaxNan::ignore)), the tensorwise pre-pass's two rules") {
+  std::vector<float> v = {1.5f, -3.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, -0.0f, 0.25f};
+  auto x = input("x", DType::f32, rank(1));
+  auto run = [&](Amax a) {
+    return test::run_reference(pipeline({output("a", a)}), {test::f32_view(v, {6})}, {6})[0].f32()[0];
+  };
+  CHECK(std::isnan(run(amax(x))));
+  CHECK(std::isnan(run(amax(x, AmaxNan::propagate))));
+  CHECK(std::bit_cast<uint32_t>(run(amax(x, AmaxNan::ignore))) == std::bit_cast<uint32_t>(3.0f));
+  v = {-std::numeric_limits<float>::infinity(), 1.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f, 0.0f, 0.0f};
+  CHECK(run(amax(x, AmaxNan::ignore)) == std::numeric_limits<float>::infinity());
+  v = {std::numeric_limits<float>::quiet_NaN(), -0.0f, -0.0f, -0.0f, -0.0f, -0.0f};
+  CHECK(std::bit_cast<uint32_t>(run(amax(x, AmaxNan::ignore))) == 0u);  // +0: NaN and -0 only
+  // The NaN rule is part of the node (and so of the hash); the propagating form keeps its text.
+  CHECK(canonical(amax(x, AmaxNan::ignore).node()) == "tensor_amax[amax_fmax](input[x f32 r1])");
+  CHECK(canonical(amax(x, AmaxNan::propagate).node()) == canonical(amax(x).node()));
+  CHECK(pipeline({output("a", amax(x))}).hash() != pipeline({output("a", amax(x, AmaxNan::ignore))}).hash());
+}
