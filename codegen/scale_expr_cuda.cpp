@@ -162,6 +162,7 @@ std::string generic_scale_element(const Node& sn, const std::string& x, const st
     case Clamp::none: break;
     case Clamp::propagate_nan: y = fmt::format("mx_fmin_nan(mx_fmax_nan({}, {}), {})", y, lo, hi); break;
     case Clamp::ignore_nan: y = fmt::format("mx_fmin_num(mx_fmax_num({}, {}), {})", y, lo, hi); break;
+    case Clamp::ignore_nan_hi: y = fmt::format("mx_fmax_num(mx_fmin_num({}, {}), {})", y, hi, lo); break;
   }
   return y;
 }

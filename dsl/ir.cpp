@@ -116,7 +116,7 @@ const char* policy_name(NanPolicy p) { return p == NanPolicy::nan_block ? "nan_b
 
 std::string clamp_text(const Node& n) {
   if (n.clamp == Clamp::none) return "";
-  return fmt::format(" clamp{}({:a},{:a})", n.clamp == Clamp::ignore_nan ? "_fmax" : "", float(n.clamp_lo),
+  return fmt::format(" clamp{}({:a},{:a})", n.clamp == Clamp::ignore_nan ? "_fmax" : n.clamp == Clamp::ignore_nan_hi ? "_fmin" : "", float(n.clamp_lo),
                      float(n.clamp_hi));
 }
 

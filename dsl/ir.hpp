@@ -62,7 +62,8 @@ enum class Apply : uint8_t {
 enum class Clamp : uint8_t {
   none,
   propagate_nan,  ///< min(max(v, lo), hi): NaN stays NaN (torch.clamp)
-  ignore_nan,     ///< fminf(fmaxf(v, lo), hi): NaN becomes lo (CUDA, Triton's tl.clamp)
+  ignore_nan,     ///< fminf(fmaxf(v, lo), hi): NaN becomes lo (CUDA's fminf/fmaxf, vLLM)
+  ignore_nan_hi,  ///< fmaxf(fminf(v, hi), lo): NaN becomes hi (torchao's blockwise Triton kernels, measured)
 };
 
 /// Which library definition (dsl/recipes.hpp) a scale's expressions are, found when the scale is

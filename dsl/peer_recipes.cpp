@@ -70,7 +70,7 @@ ScaleDef torchao_blockwise(ElemFormat elem) {
   ScaleDef d;
   d.stored = 1.0 / q;
   d.factor = q;
-  d.clamp = Clamp::ignore_nan;
+  d.clamp = Clamp::ignore_nan_hi;  // tl.clamp: a NaN product becomes +max (measured on an H100)
   d.clamp_lo = -top_of(elem);
   d.clamp_hi = top_of(elem);
   d.amax_nan = AmaxNan::ignore;

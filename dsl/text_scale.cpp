@@ -308,7 +308,8 @@ ScaleDef parse_scale_def(std::string_view src, const std::vector<Arg>& args) {
       const std::string_view kind = value.substr(0, open);
       if (kind == "propagate_nan") d.clamp = Clamp::propagate_nan;
       else if (kind == "ignore_nan") d.clamp = Clamp::ignore_nan;
-      else fail_at(src, vb, fmt::format("unknown clamp '{}' (expected none, propagate_nan(lo,hi), ignore_nan(lo,hi))",
+      else if (kind == "ignore_nan_hi") d.clamp = Clamp::ignore_nan_hi;
+      else fail_at(src, vb, fmt::format("unknown clamp '{}' (expected none, propagate_nan(lo,hi), ignore_nan(lo,hi), ignore_nan_hi(lo,hi))",
                                         value));
       const size_t comma = value.find(',');
       if (open == kNowhere || comma == kNowhere || value.back() != ')')
@@ -341,7 +342,7 @@ std::string scale_def_text(const Node& n) {
   if (n.args.at(kScaleNanIf)->op != Op::never) parts.push_back("nan_if=" + expr_text(n.args.at(kScaleNanIf)));
   if (n.apply == Apply::divide) parts.push_back("apply=divide");
   if (n.clamp != Clamp::none)
-    parts.push_back(fmt::format("clamp={}({},{})", n.clamp == Clamp::ignore_nan ? "ignore_nan" : "propagate_nan",
+    parts.push_back(fmt::format("clamp={}({},{})", n.clamp == Clamp::ignore_nan ? "ignore_nan" : n.clamp == Clamp::ignore_nan_hi ? "ignore_nan_hi" : "propagate_nan",
                                 number_text(n.clamp_lo), number_text(n.clamp_hi)));
   if (n.amax_nan == AmaxNan::ignore) parts.push_back("amax_nan=ignore");
   return fmt::format("scale({})", fmt::join(parts, ", "));

@@ -9,7 +9,7 @@
 ///       nan_if=<cond>         blocks whose codes are all NaN; default never
 ///       format=f32|bf16|e8m0|e4m3             default f32
 ///       apply=multiply|divide                 default multiply
-///       clamp=none|propagate_nan(lo,hi)|ignore_nan(lo,hi)    default none
+///       clamp=none|propagate_nan(lo,hi)|ignore_nan(lo,hi)|ignore_nan_hi(lo,hi)    default none
 ///       amax_nan=propagate|ignore             default propagate
 ///
 ///     value := number | amax | tamax | stored | op(value, ...) | where(cond, value, value)

@@ -68,6 +68,10 @@ Value* lower_scale_element(Ir& ir, const Node& sn, Value* x, Value* factor) {
       y = ir.call("mxcpu_fmax_num", ir.f32, {ir.f32, ir.f32}, {y, lo});
       y = ir.call("mxcpu_fmin_num", ir.f32, {ir.f32, ir.f32}, {y, hi});
       break;
+    case Clamp::ignore_nan_hi:
+      y = ir.call("mxcpu_fmin_num", ir.f32, {ir.f32, ir.f32}, {y, hi});
+      y = ir.call("mxcpu_fmax_num", ir.f32, {ir.f32, ir.f32}, {y, lo});
+      break;
   }
   return y;
 }

@@ -95,6 +95,7 @@ float scale_element(const Node& sn, float x, float factor) {
     case Clamp::none: break;
     case Clamp::propagate_nan: y = mx_fmin_nan(mx_fmax_nan(y, lo), hi); break;
     case Clamp::ignore_nan: y = mx_fmin_num(mx_fmax_num(y, lo), hi); break;
+    case Clamp::ignore_nan_hi: y = mx_fmax_num(mx_fmin_num(y, hi), lo); break;
   }
   return y;
 }

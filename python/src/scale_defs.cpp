@@ -23,9 +23,12 @@ void bind_scale_defs(nb::module_& m) {
   m.attr("kWholeAxis") = kWholeAxis;
   nb::enum_<Apply>(m, "Apply", "What elements do with their block's factor: multiply or divide (IEEE).")
       .value("multiply", Apply::multiply).value("divide", Apply::divide);
-  nb::enum_<Clamp>(m, "Clamp", "A clamp of the scaled elements: none, propagate_nan (torch.clamp) or ignore_nan "
-                               "(fminf(fmaxf(...)): NaN becomes lo).")
-      .value("none", Clamp::none).value("propagate_nan", Clamp::propagate_nan).value("ignore_nan", Clamp::ignore_nan);
+  nb::enum_<Clamp>(m, "Clamp", "A clamp of the scaled elements: none, propagate_nan (torch.clamp), ignore_nan "
+                               "(fminf(fmaxf(...)): NaN becomes lo) or ignore_nan_hi (fmaxf(fminf(...)): NaN becomes hi).")
+      .value("none", Clamp::none)
+      .value("propagate_nan", Clamp::propagate_nan)
+      .value("ignore_nan", Clamp::ignore_nan)
+      .value("ignore_nan_hi", Clamp::ignore_nan_hi);
   nb::enum_<AmaxNan>(m, "AmaxNan", "Whether a block's amax sees NaN: propagate (torch.amax) or ignore (CUDA fmaxf).")
       .value("propagate", AmaxNan::propagate).value("ignore", AmaxNan::ignore);
 

@@ -194,7 +194,8 @@ TEST_CASE(
   bad += check_random(k, DType::bf16, {300, 37}, "column-major input", {1, 300});
   bad += check_random(k, DType::bf16, {4097, 33}, "column-major input", {1, 4097});
   bad += check_random(k, DType::bf16, {9, 301}, "odd row stride", {303, 1});
-  bad += check_random(k, DType::bf16, {37, 300}, "unaligned input and outputs", {}, 1, 2);
+  // Outputs 4 bytes off 16-byte alignment (the FP32 scale stays aligned to its element).
+  bad += check_random(k, DType::bf16, {37, 300}, "unaligned input and outputs", {}, 4, 2);
   bad += check_random(jit(tensorwise(DType::f32, 2, {}, e4m3, layout::col_major())), DType::f32, {37, 300},
                       "column-major codes");
   bad += check_random(jit(tensorwise(DType::bf16, 2, {}, e4m3, layout::col_major())), DType::bf16, {300, 37},

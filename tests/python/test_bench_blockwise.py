@@ -118,23 +118,55 @@ def test_mxjit_equals_torchao_triton_kernels_on_gpu(op, m, k):
     assert bu.byte_diff(list(bc.mxjit_op(op)(x.cpu())), list(mine)).equal
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("op", bc.OPS)
-def test_special_groups_equal_torchao_triton_kernels_on_gpu(op):
-    """All-zero groups and a zero tile, amax under the 1e-12 floor, NaN, +-Inf, bf16 max: the Triton kernels'
-    amax drops NaN (tl.max), the floor is fp32(1e-12) (tl.clamp in fp32), NaN codes clamp to -448 (tl.clamp),
-    an infinite amax gives q = 0 (codes 0, Inf * 0 = NaN -> -448) and stored scale Inf; mxjit's recipe says the
-    same."""
-    x = spread(512, 640, seed=11)
+def _zero_groups(x):
     x[:128, 128:256] = 0  # a zero tile
     x[130, :128] = 0
+
+
+def _under_floor(x):
     x[131, :128] = 1e-13
     x[200:328, 300] = 1e-13  # a 128x1 group under the floor
+
+
+def _nan(x):
     x[132, 5] = float("nan")
+
+
+def _inf(x):
     x[133, 200] = float("inf")
     x[300, 384] = float("-inf")
+
+
+def _bf16_max(x):
     x[134, 256:384] = torch.finfo(torch.bfloat16).max
+
+
+SPECIALS = {"zero groups": _zero_groups, "under the floor": _under_floor, "nan": _nan, "inf": _inf,
+            "bf16 max": _bf16_max}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", bc.OPS)
+@pytest.mark.parametrize("special", list(SPECIALS))
+def test_special_groups_equal_torchao_triton_kernels_on_gpu(op, special):
+    """All-zero groups and a zero tile, amax under the 1e-12 floor, NaN, +-Inf, bf16 max, each on its own: the
+    Triton kernels' amax drops NaN (tl.max), the floor is fp32(1e-12) (tl.clamp in fp32), NaN codes clamp to +448
+    (tl.clamp: fmaxf(fminf(v, 448), -448), measured on an H100), an infinite amax gives q = 0 (codes 0, Inf * 0 =
+    NaN -> +448) and stored scale Inf; mxjit's recipe (Clamp.ignore_nan_hi) says the same."""
+    x = spread(512, 640, seed=11)
+    SPECIALS[special](x)
     x = x.cuda()
     mine, theirs = bc.mxjit_op(op)(x), bc.torchao_op(op)(x)
     d = bu.byte_diff(list(mine), list(theirs))
-    assert d.equal, f"{op}: {d}"
+    assert d.equal, f"{op}, {special}: {d}; " + "; ".join(_first_difference(a, b) for a, b in zip(mine, theirs))
+
+
+def _first_difference(a, b):
+    """Where two outputs first differ, as 'index: mine vs theirs' (bytes of codes, values of scales)."""
+    u, v = (a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)) if a.element_size() == 1 else (a, b)
+    ne = (u != v) & ~(torch.isnan(u.float()) & torch.isnan(v.float())) if a.element_size() != 1 else u != v
+    idx = ne.nonzero()
+    if idx.numel() == 0:
+        return "equal"
+    i = tuple(idx[0].tolist())
+    return f"{int(ne.sum())} differ, first at {i}: {u[i].item()} vs {v[i].item()}"

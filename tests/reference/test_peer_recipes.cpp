@@ -70,6 +70,8 @@ float te_q(float a, bool pow2) {
 float te_inv(float q) { return float(1.0 / double(q)); }
 // torchao: q = fp32(448 / fp64(max(amax, 1e-12))), stored div_rn(1, q), clamp(x * q, +-448).
 float ta_q(float a) { return float(448.0 / double(std::max(a, 1e-12f))); }
+// Triton's tl.clamp as torchao's kernels compile it: min first, so a NaN product becomes +448.
+float ta_clamp(float v) { return fmaxf(fminf(v, 448.0f), -448.0f); }
 
 std::vector<Peer> peers() {
   return {
@@ -90,7 +92,7 @@ std::vector<Peer> peers() {
       {"te pow2", recipes::transformer_engine(e4m3, true), false, Saturate::finite,
        [](float a) { return te_inv(te_q(a, true)); }, [](float a, float x) { return x * te_q(a, true); }},
       {"torchao", recipes::torchao_blockwise(e4m3), false, Saturate::finite, [](float a) { return 1.0f / ta_q(a); },
-       [](float a, float x) { return vl_clamp(x * ta_q(a)); }},
+       [](float a, float x) { return ta_clamp(x * ta_q(a)); }},
   };
 }
 
