@@ -149,11 +149,12 @@ def transformer_engine(x, elem, pow2, eps=0.0, input_max=float.fromhex("0x1.fep1
 
 def torchao_blockwise(x, elem):
     """blockwise_fp8_training kernels: amax clamped at 1e-12 (NaN dropped), q = fp32(max / fp64(amax)), stores
-    div_rn(1, q); elements tl.clamp(x * q, -max, max) (NaN -> -max), then the cast."""
+    div_rn(1, q); elements tl.clamp(x * q, -max, max) (NaN -> +max), then the cast."""
     top = FMT[elem][2]
     a = np.maximum(amax_rows(x, True), F(1e-12)).astype(np.float64)
     q = (top / a).astype(F)
-    y = fminf(fmaxf((x * q[:, None]).astype(F), F(-top)), F(top))
+    # tl.clamp as torchao's kernels compile it: min first, so a NaN product becomes +max (measured, H100).
+    y = fmaxf(fminf((x * q[:, None]).astype(F), F(top)), F(-top))
     return (F(1) / q).astype(F), encode(y, elem)
 
 
