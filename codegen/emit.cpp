@@ -268,7 +268,7 @@ void emit_elems(Ctx& x, int o) {
     else
       x.out += fmt::format("      float y{0} = x{0} * s{1}_mult[lb{0}];\n", h, si);
     if (nvfp4(*x.v.scales[size_t(si)]) && x.v.scales[size_t(si)]->convention == Nvfp4Convention::torchao)
-      x.out += fmt::format("      y{0} = mx_fmin_nan(mx_fmax_nan(y{0}, -6.0f), 6.0f);\n", h);
+      x.out += fmt::format("      y{0} = mx_fmin_nan_c(mx_fmax_nan_c(y{0}, -6.0f), 6.0f);\n", h);
     if (q->round == Round::stochastic) {
       // Philox counter: the element's row-major linear index in the domain, then the offset.
       const std::string lin = x.linear_index("er" + std::to_string(h), "ec" + std::to_string(h));

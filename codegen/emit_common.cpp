@@ -341,7 +341,7 @@ static std::string encoder_input(const Ctx& x, const NodePtr& q, int s, const st
   const NodePtr& sn = x.v.scales[size_t(s)];
   if (generic_scale(*sn)) r += fmt::format("{}{} = {};\n", ind, out, generic_scale_element(*sn, out, mult));
   else r += fmt::format("{}{} *= {};\n", ind, out, mult);
-  if (clamp && torchao_clamp(x, s)) r += fmt::format("{0}{1} = mx_fmin_nan(mx_fmax_nan({1}, -6.0f), 6.0f);\n", ind, out);
+  if (clamp && torchao_clamp(x, s)) r += fmt::format("{0}{1} = mx_fmin_nan_c(mx_fmax_nan_c({1}, -6.0f), 6.0f);\n", ind, out);
   return r;
 }
 
@@ -388,7 +388,7 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
       x.out += fmt::format("{0}mx_u32 wd[1];\n{0}if (mx_bits({1}) < 0x7f800000u) {{\n"
                            "{0}  wd[0] = mx_e2m1x8_f32_finite(y, {2});\n{0}}} else {{\n",
                            ind, mult("0"), signs8);
-      if (torchao_clamp(x, s)) x.out += fmt::format("{}for (int e = 0; e < 8; ++e) y[e] = mx_fmin_nan(mx_fmax_nan(y[e], -6.0f), 6.0f);\n", in);
+      if (torchao_clamp(x, s)) x.out += fmt::format("{}for (int e = 0; e < 8; ++e) y[e] = mx_fmin_nan_c(mx_fmax_nan_c(y[e], -6.0f), 6.0f);\n", in);
     }
     for (int e = 0; e < n; e += 2) x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", in, e / 2, pair_fn, e, e + 1);
     if (eight) {
@@ -461,11 +461,10 @@ const char* packed_max_fn(const Ctx& x, int k) {
 
 std::string packed_abs_max4(const Ctx& x, int k, const std::string& w0, const std::string& w1, const std::string& w2,
                             const std::string& w3, bool drop_nan) {
-  if (drop_nan) {
-    auto a = [&](const std::string& w) {
-      return fmt::format("mx_drop_nan2({} & 0x7fff7fffu, {})", w, x.p.inputs()[size_t(k)].dtype == DType::f16 ? "0x03ff03ffu" : "0x007f007fu");
-    };
-    return fmt::format("{0}({0}({1}, {2}), {0}({3}, {4}))", packed_max_fn(x, k), a(w0), a(w1), a(w2), a(w3));
+  if (drop_nan) {  // NaN-skipping maxima, then the lanes that saw only NaN dropped to +0
+    const bool f16 = x.p.inputs()[size_t(k)].dtype == DType::f16;
+    return fmt::format("mx_drop_nan2({0}({0}({1} & 0x7fff7fffu, {2} & 0x7fff7fffu), {0}({3} & 0x7fff7fffu, {4} & 0x7fff7fffu)), {5})",
+                       f16 ? "mx_max_f16x2_num" : "mx_max_bf16x2_num", w0, w1, w2, w3, f16 ? "0x03ff03ffu" : "0x007f007fu");
   }
   return fmt::format("{0}({0}({1} & 0x7fff7fffu, {2} & 0x7fff7fffu), {0}({3} & 0x7fff7fffu, {4} & 0x7fff7fffu))", packed_max_fn(x, k), w0,
                      w1, w2, w3);

@@ -15,12 +15,12 @@
 #include <fmt/ranges.h>
 
 #include "codegen/emit_common.hpp"
+#include "codegen/emit_direct2d.hpp"
 #include "codegen/emit_expr.hpp"
 #include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
 namespace mxjit::detail {
-namespace {
 
 std::vector<int> row_axes(const Plan& pl) {
   std::vector<int> a;
@@ -29,29 +29,30 @@ std::vector<int> row_axes(const Plan& pl) {
   return a;
 }
 
+bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
+
+int words_input(const Ctx& x, int s) {
+  const int k = packed_amax_input(x, s, true);
+  return k >= 0 && vec_input(x, k) ? k : -1;
+}
+
+bool drops_nan(const Ctx& x, int s) { return x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore; }
+
+namespace {
+
 // DirectPlan::row_step 32: a thread's rows r, r+32, r+64, r+96 fill the 4 row slots of one
 // 16-byte line of a 128x4 atom, which the first lane of 4 blocks stores whole (emit_blocked_line):
 //
 //   grid row group g -> rows 128*(g/32) + g%32 + {0, 32, 64, 96}
 //   atom line (r%32): [ r: c0..c3 | r+32: c0..c3 | r+64: c0..c3 | r+96: c0..c3 ]  (16 bytes)
 
-// Whether tensor input k is read with 16-byte loads (unit stride along ax_c, aligned).
-bool vec_input(const Ctx& x, int k) { return x.sc.vector_along(size_t(k), x.plan.ax_c); }
-
-// The input whose loaded 16-byte words (r<k>_[u][0]) scale s's amax reads two lanes at a time:
-// its root is that bare bf16/f16 input, loaded by vectors; else -1. (An amax that ignores NaN
-// drops NaN lanes first: drops_nan.)
-int words_input(const Ctx& x, int s) {
-  const int k = packed_amax_input(x, s, true);
-  return k >= 0 && vec_input(x, k) ? k : -1;
-}
-
-// Whether scale s's amax ignores NaN (the packed max drops NaN lanes first).
-bool drops_nan(const Ctx& x, int s) { return x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore; }
 
 // The per-root running maxima a tensor amax output accumulates into: tamax (NaN kept), or
 // tamax_fmax (NaN skipped, AmaxNan::ignore), so that two outputs of one value may differ.
 const char* amax_accumulator(const Output& o) { return o.node->amax_nan == AmaxNan::ignore ? "tamax_fmax" : "tamax"; }
+
+// Whether every scale is computed once per thread before phase 2 (tensorwise, 2-D blocks).
+bool scales_first(const Plan& pl) { return pl.direct().tensorwise || pl.direct().block_rows > 1; }
 
 // Whether scale s is computed once per block row, on one lane (the plan's choice).
 bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
@@ -375,6 +376,7 @@ void emit_elems_store(Ctx& x, int o) {
                       [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ", false,
                       x.plan.direct().eight_at_once[size_t(qi)] ? signs : std::string());
   }
+  if (transposed_codes(x, o)) return void(x.out += fmt::format("      qt{}[u] = make_uint2(wd[0], wd[1]);\n    }}\n", o));
   // Codes and values outputs are dense with ax_c innermost (the plan's rule for this kernel; the
   // launcher checks output strides against the layout): unit stride along ax_c, no multiply.
   std::string off = fp4 ? "(cc >> 1)" : "cc";
@@ -420,7 +422,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   const Plan& pl = x.plan;
   const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block;
   const std::vector<int> ra = row_axes(pl);
-  x.out += "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
+  x.out += scales_first(pl) ? "  // Phase 2: values and codes (the scales are above).\n"
+                            : "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   // Token groups: the warp finds the padded rows of its chunks' rows in one search, lane l for
   // chunk l % U (here every lane runs), then chunk u takes lane u's.
   std::vector<int> placed;
@@ -486,7 +489,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
     x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
   }
-  for (size_t s = 0; s < x.v.scales.size() && !pl.direct().tensorwise; ++s) {  // tensorwise: emit_tensorwise_scales
+  for (size_t s = 0; s < x.v.scales.size() && !scales_first(pl); ++s) {  // else emit_tensorwise_scales, emit_block2d_scales
     const int root = x.v.scale_root[s];
     x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
     if (scatter_scale(x, int(s))) {
@@ -517,7 +520,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     const Output& out = x.p.outputs()[size_t(o)];
     switch (out.kind) {
       case OutputKind::scales:
-        if (!owner_stores(x, o) && !pl.direct().tensorwise) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
+        if (!owner_stores(x, o) && !scales_first(pl)) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
         break;
       case OutputKind::elems: emit_elems_store(x, o); break;
       case OutputKind::values: emit_values_store(x, o); break;
@@ -590,18 +593,32 @@ void emit_direct_kernel(Ctx& x) {
   for (const NodePtr& r : x.v.roots) collect_dequants(x, r, dqs);
   for (size_t i = 0; i < dqs.size(); ++i) x.out += fmt::format("  uint2 dqc{0}_[{1}];\n  float dqs{0}_[{1}];\n", i, U);
   x.out += "  // Phase 1: all loads first, so that several are in flight per thread.\n";
-  x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
-  x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";
-  x.out += fmt::format("  const int cc0 = int(slot / {}u) * {} + int(slot % {}u) * 8;\n", G, B, G);
-  if (pl.direct().row_step == 1) {
-    x.out += fmt::format("  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * {};\n", U);
+  const int Br = pl.direct().block_rows, RT = pl.threads / G;
+  if (Br == 1) x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
+  if (Br > 1) {
+    x.out += fmt::format("  // One CTA a {}x{} block: lane_c across its columns, rt down its rows ({} rows a thread).\n", Br, B, U);
+    x.out += fmt::format("  const unsigned lane_c = threadIdx.x % {0}u, rt = threadIdx.x / {0}u;\n", G);
+    x.out += fmt::format("  const unsigned slot = blockIdx.x * {}u + lane_c;\n", G);
+    x.out += fmt::format("  const int cc0 = int(blockIdx.x) * {} + int(lane_c) * 8;\n", B);
+    x.out += "  const mx_i64 gi = mx_i64(blockIdx.z) * gridDim.y + blockIdx.y;  // outer row index x block rows + block row\n";
+    x.out += fmt::format("  const mx_i64 nbr = (P.shape[{0}] + {1}) / {2}, rblk = gi % nbr * {2}, rb0 = rblk + rt * {3};\n", pl.ax_r, Br - 1, Br, U);
+    x.out += "  (void)slot;\n";
+    x.out += fmt::format("  const mx_i64 row0 = gi / nbr * P.shape[{}] + rb0;\n", pl.ax_r);
   } else {
+    x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";
+    x.out += fmt::format("  const int cc0 = int(slot / {}u) * {} + int(slot % {}u) * 8;\n", G, B, G);
+  }
+  if (Br == 1 && pl.direct().row_step == 1) {
+    x.out += fmt::format("  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * {};\n", U);
+  } else if (Br == 1) {
     x.out += "  const mx_i64 gi = mx_i64(blockIdx.z) * gridDim.y + blockIdx.y;  // rows interleaved by 32 (row_step)\n";
     x.out += "  const mx_i64 row0 = gi / 32 * 128 + gi % 32;\n";
   }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   const RowFrame f = row_frame(x, all_vec, "ok[u]", "ix{}_[u]", "    ");
-  x.out += f.row_ok + "    cc_[u] = cc0;\n" + f.indices;
+  const std::string row_ok =
+      Br > 1 ? fmt::format("    const mx_i64 row = row0 + u;\n    ok[u] = gi < rows && rb0 + u < P.shape[{}];\n", pl.ax_r) : f.row_ok;
+  x.out += row_ok + "    cc_[u] = cc0;\n" + f.indices;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
   for (size_t i = 0; i < dqs.size(); ++i) emit_dequant_loads(x, dqs[i], int(i));
@@ -624,6 +641,9 @@ void emit_direct_kernel(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) x.out += fmt::format("  mx_u32 sb{}[{}] = {{}};  // blocked scale bytes, 4 rows per word\n", o, (U + 3) / 4);
   if (pl.direct().tensorwise) emit_tensorwise_scales(x);
+  if (Br > 1) emit_block2d_scales(x);
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (transposed_codes(x, o)) x.out += fmt::format("  uint2 qt{}[{}];  // codes '{}' by row, for emit_transposed_codes\n", o, U, x.p.outputs()[size_t(o)].name);
   bool any_scatter = false;
   for (int s = 0; s < int(x.v.scales.size()); ++s) any_scatter = any_scatter || scatter_scale(x, s);
   if (any_scatter) x.out += "  const int lane = threadIdx.x & 31;\n";
@@ -635,6 +655,8 @@ void emit_direct_kernel(Ctx& x) {
   for (int s = 0; s < int(x.v.scales.size()); ++s)
     if (scatter_scale(x, s)) clean_cond += (clean_cond.empty() ? "" : " && ") + scales_clean(s, U, scatter_xors(pl));
   emit_clean_split(x, clean_cond, "  ", [&](bool clean) { emit_phase2(x, dqs, clean); });
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (transposed_codes(x, o)) emit_transposed_codes(x, o);
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && blocked_words(x, o)) emit_blocked_words(x, o);
   for (int o = 0; o < int(x.p.outputs().size()); ++o)

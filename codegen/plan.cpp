@@ -72,7 +72,8 @@ struct KindText {
                d.block_cols, d.lanes_per_block, d.chunks_per_thread, d.pad_rows, d.pad_block_cols, d.row_step,
                int(d.wide_rows), bits(d.scatter_scales), bits(d.e2m1_words), bits(d.eight_at_once),
                fmt::join(st, ",")) +
-           (d.tensorwise ? " tensorwise=1 (the scale from the pre-pass's tensor amax)" : "");
+           (d.tensorwise ? " tensorwise=1 (the scale from the pre-pass's tensor amax)" : "") +
+           (d.block_rows > 1 ? fmt::format(" block_rows={} (one CTA a 2-D block)", d.block_rows) : "");
   }
   std::string operator()(const TiledPlan& t) const {
     return fmt::format("tiled: tile={}x{} row_stride={} hoist_loads={} rows_per_store={} value_tiles={}", t.tile_rows, t.tile_cols,
@@ -122,6 +123,19 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
         throw UsageError(fmt::format("launch: input extent {} along axis {} exceeds 2^31 - 1 (this cast's kernel indexes "
                                      "the domain with 32-bit integers)", shape[a], a));
   };
+  if (const auto* d = std::get_if<DirectPlan>(&kernel); d && d->block_rows > 1) {
+    // 2-D blocks: x the block columns, y/z the block rows of every index of the outer row axes.
+    check_32bit();
+    const int64_t nblk = ceil_div(shape[size_t(ax_c)], d->block_cols);
+    l.tiles_c = nblk * d->lanes_per_block;
+    l.tiles_r = 1;
+    for (int a = 0; a < rank; ++a)
+      if (a != ax_c) l.tiles_r *= a == ax_r ? ceil_div(shape[size_t(a)], d->block_rows) : shape[size_t(a)];
+    const int64_t gy = std::min<int64_t>(l.tiles_r, 65535), gz = ceil_div(l.tiles_r, gy);
+    if (nblk >= k31 || gz > 65535) throw UsageError("launch: the domain is too large for one launch");
+    l.grid[0] = unsigned(nblk), l.grid[1] = unsigned(gy), l.grid[2] = unsigned(gz);
+    return l;
+  }
   if (const auto* d = std::get_if<DirectPlan>(&kernel)) {
     // Slots: chunk positions per row; rows: every index of the axes other than ax_c. With blocked
     // scales both run on into the scale matrices' padding, which the kernel zeroes.

@@ -73,6 +73,14 @@ struct DirectPlan {
   /// (Plan::prepass, P.aux), so each thread computes the scale once, before its chunks, and one
   /// thread stores it; the kernel is then an elementwise cast (block_cols 8, one lane a block).
   bool tensorwise = false;
+  /// 2-D blocks (block_rows x block_cols over ax_r, ax_c; 1 for 1-D blocks): one CTA per block,
+  /// lanes_per_block lanes across its columns, threads / lanes_per_block rows a round, each
+  /// thread chunks_per_thread rows (block_rows / rows a round apart). The block amax crosses the
+  /// warps once through shared memory; then every thread quantizes its chunks as tensorwise does.
+  ///
+  ///   block 128x128, 256 threads: thread t -> columns 8 * (t % 16) .. +7,
+  ///                               rows t / 16 + 16 * u for u = 0..7
+  int block_rows = 1;
 };
 
 /// The tiled kernel (emit.cpp): the tile's FP32 values in shared memory, any block shape.

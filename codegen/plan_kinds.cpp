@@ -98,9 +98,10 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // Tensorwise: the block is the whole tensor, its amax the pre-pass's; a chunk is its own block.
   d.tensorwise = tensorwise(p, v);
   int64_t bsize = 8;
+  const bool two_d = !d.tensorwise && plan.ax_r >= 0 && !v.scales.empty() && block_of(v.scales[0]).axes.size() == 2;
   if (!d.tensorwise) {
-    for (const NodePtr& n : v.quantizes) bsize = block_of(n).sizes[0];
-    for (const NodePtr& n : v.scales) bsize = block_of(n).sizes[0];
+    for (const NodePtr& n : v.quantizes) bsize = block_of(n).size_along(plan.ax_c);
+    for (const NodePtr& n : v.scales) bsize = block_of(n).size_along(plan.ax_c);
   }
   d.block_cols = int(bsize);
   d.lanes_per_block = int(bsize / 8);
@@ -169,6 +170,28 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
       b = !words ? BlockedStore::bytes : (U == 4 && mxjit::detail::blocked_atom(o.layout).first == 128 && d.row_step == 32 ? BlockedStore::atom_lines : BlockedStore::words);
     }
     d.blocked.push_back(b);
+  }
+  if (two_d) {  // direct2d_applies: bare 16-bit words, linear scales; one CTA a block
+    d.block_rows = int(block_of(v.scales[0]).size_along(plan.ax_r));
+    d.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : 8;
+    const int rows_a_round = d.block_rows / d.chunks_per_thread;
+    plan.threads = G * rows_a_round;
+    if (d.block_rows % d.chunks_per_thread || plan.threads < 32 || plan.threads > 1024 || (plan.threads & (plan.threads - 1)))
+      throw UsageError(fmt::format("schedule: chunks_per_thread {} must divide the block's {} rows into rounds of {} lanes each, "
+                                   "32..1024 threads a power of two", d.chunks_per_thread, d.block_rows, G));
+    for (const Output& o : p.outputs())
+      if (o.kind == OutputKind::elems && o.layout.order(p.rank()).back() == plan.ax_r && d.chunks_per_thread != 8)
+        throw UsageError(fmt::format("schedule: chunks_per_thread {} with codes output '{}' transposed must be 8 (8x8 byte transposes)",
+                                     d.chunks_per_thread, o.name));
+    if (s.threads && s.threads != plan.threads)
+      throw UsageError(fmt::format("schedule: threads {} of the direct kernel with {}x{} blocks must be {} (one CTA a block, {} rows a "
+                                   "thread)", s.threads, d.block_rows, d.block_cols, plan.threads, d.chunks_per_thread));
+    // Eight 16-byte chunks a thread held across the block amax: 4 CTAs of 256 threads (<= 64 registers).
+    plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : std::max(1, 1024 / plan.threads);
+    d.scatter_scales.assign(v.scales.size(), false);
+    d.e2m1_words.assign(v.quantizes.size(), false);
+    d.eight_at_once.assign(v.quantizes.size(), false);
+    d.row_step = 1;
   }
   return d;
 }

@@ -185,7 +185,13 @@ void choose_axes(const Pipeline& p, const ValueSet& v, const StrideClass& sc, Pl
   std::vector<int> inner_axes;
   for (const Output& o : p.outputs())
     if (o.kind == OutputKind::elems || o.kind == OutputKind::values) inner_axes.push_back(o.layout.order(rank).back());
-  plan.ax_c = unit >= 0 ? unit : (block_axes.size() == 1 ? block_axes[0] : rank - 1);
+  // A unit-stride axis outside 2-D blocks (an input of extents 1 on the block axes, whose strides
+  // are then all 1) gives way to the blocks' inner axis: the loads are element by element.
+  const bool unit_fits = unit >= 0 && (block_axes.size() < 2 || std::find(block_axes.begin(), block_axes.end(), unit) != block_axes.end());
+  plan.ax_c = unit_fits ? unit
+              : block_axes.size() == 1 ? block_axes[0]
+              : block_axes.size() == 2 ? std::max(block_axes[0], block_axes[1])
+                                       : rank - 1;
   plan.ax_r = -1;
   if (rank > 1) {
     for (int a : block_axes)
@@ -222,6 +228,40 @@ bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan) {
     if (((o.kind == OutputKind::elems || o.kind == OutputKind::values) && o.layout.order(p.rank()).back() != plan.ax_c) ||
         generic_layout(o))  // the tiled kernel stores those
       return false;
+  return true;
+}
+
+bool direct2d_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
+  if (plan.ax_r < 0 || v.scales.empty()) return false;
+  for (int a = 0; a < p.rank(); ++a)  // ax_r the innermost row axis: a block's rows are consecutive rows
+    if (a != plan.ax_c && a > plan.ax_r) return false;
+  const BlockSpec& b0 = block_of(v.scales[0]);
+  if (b0.axes.size() != 2 || b0.jagged()) return false;
+  const int64_t br = b0.size_along(plan.ax_r), bc = b0.size_along(plan.ax_c);
+  auto same = [&](const NodePtr& n) {
+    const BlockSpec& b = block_of(n);
+    return b.axes.size() == 2 && !b.jagged() && b.size_along(plan.ax_r) == br && b.size_along(plan.ax_c) == bc;
+  };
+  for (const NodePtr& q : v.quantizes)
+    if (!same(q)) return false;
+  for (const NodePtr& s : v.scales) {
+    if (!same(s) || tensor_amax_of(*s)) return false;
+    const NodePtr& rn = v.roots[size_t(v.scale_root[size_t(&s - v.scales.data())])];
+    if (rn->op != Op::input) return false;
+    const int k = p.input_index(rn->name);
+    const DType dt = p.inputs()[size_t(k)].dtype;
+    if ((dt != DType::bf16 && dt != DType::f16) || !sc.vector_along(size_t(k), plan.ax_c)) return false;
+  }
+  if (bc % 8 != 0 || bc / 8 > 32 || br % 8 != 0) return false;
+  const int64_t threads = bc / 8 * (br / 8);
+  if (threads < 32 || threads > 512 || (threads & (threads - 1))) return false;
+  for (const Output& o : p.outputs()) {
+    const int inner = o.layout.order(p.rank()).back();
+    // Codes transposed (ax_r innermost) through a shared tile: 8-bit codes, 16-row granule pairs.
+    const bool transposed = o.kind == OutputKind::elems && inner == plan.ax_r && !v.quantizes[size_t(v.output_index[size_t(&o - p.outputs().data())])]->elem.packed() && br % 16 == 0;
+    if ((o.kind == OutputKind::elems || o.kind == OutputKind::values) && inner != plan.ax_c && !transposed) return false;
+    if (generic_layout(o) || (o.kind == OutputKind::scales && (is_blocked(o.layout) || o.layout.grouped()))) return false;
+  }
   return true;
 }
 

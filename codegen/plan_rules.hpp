@@ -44,6 +44,12 @@ void choose_axes(const Pipeline& p, const ValueSet& v, const StrideClass& sc, Pl
 /// True when the direct kernel applies: every block and every code output runs along ax_c, one
 /// block size, a multiple of 8 of at most 256 elements.
 bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan);
+/// True when the direct kernel applies with 2-D blocks (DirectPlan::block_rows): one block shape
+/// over ax_r (the innermost row axis) and ax_c, block_cols a multiple of 8 of at most 256,
+/// block_rows a multiple of 8 with 32..512 threads (a power of two) at 8 rows a thread; every
+/// scale's amax of a bare bf16/f16 input read with 16-byte loads; no tensor amax; scales in
+/// linear or strided layouts (not blocked, grouped or generic); codes and values along ax_c.
+bool direct2d_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
 /// True when the columns kernel applies: one 2-byte tensor input read with 16-byte loads along
 /// ax_c, 1-D E8M0/FP32 blocks of 16..128 along ax_r (at least one) or of 32 along ax_c, only codes
 /// and scales as outputs, codes stored along their block axis.

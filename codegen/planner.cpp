@@ -13,7 +13,7 @@ namespace {
 // The kernel kind for a non-jagged cast: the schedule's, where it applies, else the first of
 // direct, columns, tiled that does.
 KernelKind choose_kind(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc, const Schedule& s, Fit fit) {
-  const bool direct = direct_applies(p, v, plan), columns = columns_applies(p, v, plan, sc);
+  const bool direct = direct_applies(p, v, plan) || direct2d_applies(p, v, plan, sc), columns = columns_applies(p, v, plan, sc);
   auto refuse = [&](const char* why) {
     return UsageError(fmt::format("schedule {}: the {} kernel does not apply to this cast ({})", s.str(), kernel_kind_name(s.kernel), why));
   };

@@ -158,11 +158,14 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent) {
 std::string generic_scale_element(const Node& sn, const std::string& x, const std::string& mult) {
   std::string y = fmt::format("{}({}, {})", sn.apply == Apply::divide ? "__fdiv_rn" : "__fmul_rn", x, mult);
   const std::string lo = float_literal(sn.clamp_lo), hi = float_literal(sn.clamp_hi);
+  // Bounds that are neither NaN nor +-0 as FP32 take one min/max instruction each (mx_fmin_num_c).
+  const auto plain = [](double b) { return float(b) != 0.0f && b == b; };
+  const std::string c = plain(sn.clamp_lo) && plain(sn.clamp_hi) ? "_c" : "";
   switch (sn.clamp) {
     case Clamp::none: break;
-    case Clamp::propagate_nan: y = fmt::format("mx_fmin_nan(mx_fmax_nan({}, {}), {})", y, lo, hi); break;
-    case Clamp::ignore_nan: y = fmt::format("mx_fmin_num(mx_fmax_num({}, {}), {})", y, lo, hi); break;
-    case Clamp::ignore_nan_hi: y = fmt::format("mx_fmax_num(mx_fmin_num({}, {}), {})", y, hi, lo); break;
+    case Clamp::propagate_nan: y = fmt::format("mx_fmin_nan{3}(mx_fmax_nan{3}({0}, {1}), {2})", y, lo, hi, c); break;
+    case Clamp::ignore_nan: y = fmt::format("mx_fmin_num{3}(mx_fmax_num{3}({0}, {1}), {2})", y, lo, hi, c); break;
+    case Clamp::ignore_nan_hi: y = fmt::format("mx_fmax_num{3}(mx_fmin_num{3}({0}, {1}), {2})", y, hi, lo, c); break;
   }
   return y;
 }

@@ -116,6 +116,41 @@ MX_HD float mx_fmin_num(float a, float b) {
   if (mx_isnan(a)) return mx_isnan(b) ? mx_qnan() : b;
   return mx_isnan(b) ? a : mx_fmin_nan(a, b);
 }
+/// The four above against a constant c that is neither NaN nor +-0, as one min/max instruction
+/// on the GPU: with c nonzero no signed-zero tie can arise, so the hardware's NaN rule (min/max
+/// skip NaN, .NaN keeps it as the canonical NaN) is the whole difference. A clamp's bounds.
+MX_HD float mx_fmin_num_c(float a, float c) {
+#ifdef __CUDA_ARCH__
+  return fminf(a, c);
+#else
+  return mx_fmin_num(a, c);
+#endif
+}
+MX_HD float mx_fmax_num_c(float a, float c) {
+#ifdef __CUDA_ARCH__
+  return fmaxf(a, c);
+#else
+  return mx_fmax_num(a, c);
+#endif
+}
+MX_HD float mx_fmin_nan_c(float a, float c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float d;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(c));
+  return d;
+#else
+  return mx_fmin_nan(a, c);
+#endif
+}
+MX_HD float mx_fmax_nan_c(float a, float c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(c));
+  return d;
+#else
+  return mx_fmax_nan(a, c);
+#endif
+}
 /// floor(log2(u)) of a finite positive FP32 bit pattern, subnormals included; the pattern
 /// 0x7F800000 (a rounding carry out of the largest binade) gives 128.
 MX_HD int mx_floor_log2_pattern(unsigned int u) {

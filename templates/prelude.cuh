@@ -124,6 +124,18 @@ MX_D mx_u32 mx_max_f16x2(mx_u32 a, mx_u32 b) {
   asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
+// The same, NaN-skipping (max without .NaN: a NaN lane gives the other lane's value, two NaN
+// lanes the canonical NaN): an amax that ignores NaN drops the NaN lanes once, after the tree.
+MX_D mx_u32 mx_max_bf16x2_num(mx_u32 a, mx_u32 b) {
+  mx_u32 d;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+MX_D mx_u32 mx_max_f16x2_num(mx_u32 a, mx_u32 b) {
+  mx_u32 d;
+  asm("max.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
 
 // Block-wide max of non-negative float bit patterns (|x| orders like its bits; NaN is largest).
 MX_D mx_u32 mx_warp_max_u32(mx_u32 v) {

@@ -60,7 +60,8 @@ TEST_CASE("generic scales: each kernel kind takes them (direct, columns, tiled),
   };
   CHECK(kind(peer_cast(dg, e4m3, Shape::dim0)) == KernelKind::direct);
   CHECK(kind(peer_cast(dg, e4m3, Shape::dim1)) == KernelKind::columns);
-  CHECK(kind(peer_cast(dg, e4m3, Shape::tiles)) == KernelKind::tiled);
+  CHECK(kind(peer_cast(dg, e4m3, Shape::tiles)) == KernelKind::direct);  // 2-D blocks, one CTA each
+  CHECK(kind(peer_cast(dg, e4m3, Shape::tiles), KernelKind::tiled) == KernelKind::tiled);
   CHECK(kind(peer_cast(dg, e4m3, Shape::dim0), KernelKind::tiled) == KernelKind::tiled);
   CHECK(kind(peer_cast(dg, e4m3, Shape::dim1), KernelKind::tiled) == KernelKind::tiled);
   std::vector<CompileVariant> vs;
@@ -112,13 +113,22 @@ TEST_CASE("generic scales: exact FP32 intrinsics, the definition's amax, clamp a
   CHECK(s.find("0x7f800000u) a = 0u") == std::string::npos);
   // vLLM: the amax drops NaN, elements divide, then fminf(fmaxf(., -448), 448).
   const std::string v = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::dim0));
-  CHECK(v.find("mx_drop_nan2(r0_[u][0].x & 0x7fff7fffu, 0x007f007fu)") != std::string::npos);  // packed, NaN lanes dropped
+  CHECK(v.find("mx_drop_nan2(mx_max_bf16x2_num(mx_max_bf16x2_num(r0_[u][0].x & 0x7fff7fffu, r0_[u][0].y & 0x7fff7fffu)") !=
+        std::string::npos);  // packed NaN-skipping maxima, then NaN-only lanes dropped once
+  CHECK(v.find("mx_max_bf16x2(") == std::string::npos);
   CHECK(s.find("mx_drop_nan2") == std::string::npos);
   const std::string vc = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::dim1));
   CHECK(vc.find("if (a > 0x7f800000u) a = 0u;") != std::string::npos);  // element by element (columns kernel)
-  CHECK(v.find("mx_fmin_num(mx_fmax_num(__fdiv_rn(y_, mult0), mx_float(0xc3e00000u)), mx_float(0x43e00000u))") != std::string::npos);
+  // The clamp to +-448 (constant, nonzero bounds): one fminf / fmaxf each.
+  CHECK(v.find("mx_fmin_num_c(mx_fmax_num_c(__fdiv_rn(y_, mult0), mx_float(0xc3e00000u)), mx_float(0x43e00000u))") != std::string::npos);
   CHECK(v.find("mx_cvt_e4m3x2(") != std::string::npos);
   CHECK(v.find("_nosat") == std::string::npos);
+  // A bound of +-0 keeps the signed-zero-exact helpers (fminf may pick either zero).
+  PeerDef z{"vllm clamp at 0", recipes::vllm_group(e4m3, false)};
+  z.def.clamp_lo = 0;
+  const std::string vz = source_of(peer_cast(z, e4m3, Shape::dim0));
+  CHECK(vz.find("mx_fmin_num(mx_fmax_num(__fdiv_rn(y_, mult0), mx_float(0x00000000u)), mx_float(0x43e00000u))") != std::string::npos);
+  CHECK(vz.find("_num_c(") == std::string::npos);
   // The tiled kernel: the same, on its shared-memory multipliers.
   Schedule tiled;
   tiled.kernel = KernelKind::tiled;

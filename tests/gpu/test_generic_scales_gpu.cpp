@@ -3,7 +3,7 @@
 // SGLang, Transformer Engine, torchao) for E4M3 and E5M2, with and without power-of-two scales
 // (also stored as E8M0), in 1x128 groups, 128x1 groups and 128x128 tiles, through every kernel
 // kind that takes them, on random data and on blocks made adversarial one by one: all zero, a
-// NaN, +-Inf, amax below the recipe's floor, amax exactly 448 * 2^k, subnormals, magnitudes
+// NaN, all NaN, NaN beside -0, +-Inf, amax below the recipe's floor, amax exactly 448 * 2^k, subnormals, magnitudes
 // across 40 binades; shapes with tails that are not a multiple of 128, 3-D batches, and jagged
 // groups of rows (MoE token groups) in the vector and scalar jagged kernels. Skips
 // (one line per test) without a GPU.
@@ -14,7 +14,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "codegen/emit.hpp"
 #include "gpu/check.hpp"
+#include "runtime/compile.hpp"
 #include "support/peer_casts.hpp"
 
 using namespace mxjit;
@@ -40,7 +42,8 @@ void put(HostTensor& t, int64_t i, float f) {
 
 /// Fills a contiguous rank-2/3 tensor so that its (br x bc) blocks (per batch) are each one kind:
 /// all zero, one NaN, +Inf, -Inf, amax below every peer's floor, amax exactly 448 * 2^k,
-/// subnormals only, or random magnitudes scaled by 2^-20 .. 2^19.
+/// subnormals only, all NaN, NaN in every other column beside -0, or random magnitudes scaled by
+/// 2^-20 .. 2^19.
 void fill_blocks(HostTensor& t, int64_t br, int64_t bc, uint64_t seed) {
   const auto& sh = t.v.shape;
   const int64_t R = sh[sh.size() - 2], C = sh.back(), B = t.v.numel() / std::max<int64_t>(R * C, 1);
@@ -54,7 +57,7 @@ void fill_blocks(HostTensor& t, int64_t br, int64_t bc, uint64_t seed) {
         const float m = 1.0f + float(h % 1000) / 1000.0f, sg = (h >> 20) & 1 ? -1.0f : 1.0f;
         const int k = int((key >> 8) % 20) - 10;
         float f = 0;
-        switch (key % 9) {
+        switch (key % 11) {
           case 0: f = 0; break;
           case 1: f = first ? NAN : sg * m; break;
           case 2: f = first ? INFINITY : sg * m; break;
@@ -63,6 +66,8 @@ void fill_blocks(HostTensor& t, int64_t br, int64_t bc, uint64_t seed) {
           case 5: f = first ? sg * std::ldexp(448.0f, k) : sg * std::ldexp(m, k + 7); break;  // |x| < 448 * 2^k
           case 6: f = sg * std::ldexp(m, -133 + int(h % 6)); break;  // subnormal
           case 7: f = first ? std::ldexp(0.875f, 128) * sg : sg * m; break;  // near FLT_MAX
+          case 8: f = NAN; break;  // every element NaN (NaN-skipping amaxes see none)
+          case 9: f = c % 2 == 0 ? NAN : (c % 4 == 1 ? -0.0f : sg * m); break;  // NaN lanes beside -0 and values
           default: f = sg * std::ldexp(m, int((key >> 16) % 40) - 20); break;
         }
         put(t, i, f);
@@ -139,6 +144,74 @@ TEST_CASE("generic scales gpu: the peers' scale layouts (MN-major TMA-aligned FP
       CHECK(run(p, {}, DType::bf16, shape, br, bc, 7, true, label) == 0);
       CHECK(run(p, {}, DType::bf16, shape, br, bc, 8, false, label) == 0);
     }
+}
+
+TEST_CASE("generic scales gpu: 2-D blocks on the direct kernel (one CTA a block), shapes, block sizes, schedules") {
+  MXJIT_REQUIRE_GPU();
+  auto tiles = [](int64_t br, int64_t bc, DType dt, int r, const ScaleDef& def, Saturate sat, Layout sl = layout::linear(),
+                  Layout ql = layout::row_major()) {
+    auto x = input("x", dt, rank(r));
+    auto s = scale(amax(blocks(x, {r - 2, r - 1}, {br, bc})), e4m3, def);
+    return pipeline({output("q", cast(e4m3, x / s, Round::nearest_even, sat), ql), output("s", s, sl)});
+  };
+  struct Case {
+    std::string name;
+    Pipeline p;
+    int64_t br, bc;
+    DType dt;
+    Schedule s = {};
+  };
+  Schedule s4;
+  s4.chunks_per_thread = 4;
+  auto xe = input("x", DType::bf16, rank(2));
+  auto e = e8m0_scale(amax(blocks(xe, {0, 1}, {64, 64})), e4m3, ScaleRule::rceil);
+  auto xt = input("x", DType::bf16, rank(2));
+  auto st = scale(amax(blocks(xt, {0, 1}, {128, 128})), e4m3, recipes::transformer_engine(e4m3, true));
+  const std::vector<Case> cases = {
+      {"deepgemm 128x128", tiles(128, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 128, 128, DType::bf16},
+      {"torchao 128x128", tiles(128, 128, DType::bf16, 2, recipes::torchao_blockwise(e4m3), Saturate::finite), 128, 128, DType::bf16},
+      {"vllm 128x128 f16", tiles(128, 128, DType::f16, 2, recipes::vllm_group(e4m3, false), Saturate::finite), 128, 128, DType::f16},
+      {"te pow2 64x64", tiles(64, 64, DType::bf16, 2, recipes::transformer_engine(e4m3, true), Saturate::finite), 64, 64, DType::bf16},
+      {"sglang 128x32 rank 3", tiles(128, 32, DType::bf16, 3, recipes::sglang_group(e4m3, false), Saturate::finite), 128, 32,
+       DType::bf16},
+      {"deepgemm 256x128", tiles(256, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 256, 128, DType::bf16},
+      {"deepgemm 128x128 4 rows a thread", tiles(128, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 128, 128,
+       DType::bf16, s4},
+      {"te 128x128 gemm_ready_2d", tiles(128, 128, DType::bf16, 2, recipes::transformer_engine(e4m3, true), Saturate::finite,
+                                         layout::gemm_ready_2d()), 128, 128, DType::bf16},
+      {"e8m0 rceil 64x64", pipeline({output("q", cast(e4m3, xe / e)), output("s", e)}), 64, 64, DType::bf16},
+      // Codes transposed through the shared tile.
+      {"torchao weight_quant_rhs col-major", tiles(128, 128, DType::bf16, 2, recipes::torchao_blockwise(e4m3), Saturate::finite,
+                                                   layout::col_major(), layout::col_major()), 128, 128, DType::bf16},
+      {"vllm 64x64 f16 col-major", tiles(64, 64, DType::f16, 2, recipes::vllm_group(e4m3, false), Saturate::finite, layout::linear(),
+                                         layout::col_major()), 64, 64, DType::f16},
+      {"deepgemm 128x128 expert_col_major", tiles(128, 128, DType::bf16, 3, recipes::deepgemm(e4m3, false), Saturate::none,
+                                                  layout::linear(), layout::expert_col_major()), 128, 128, DType::bf16},
+      {"te both usages", pipeline({output("q", cast(e4m3, xt / st)), output("s", st, layout::gemm_ready_2d()),
+                                   output("q_t", cast(e4m3, xt / st), layout::col_major()), output("s_t", st, layout::gemm_ready_2d_t())}),
+       128, 128, DType::bf16},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    REQUIRE_MESSAGE(detail::generate(c.p, current_target(), detail::default_stride_class(c.p), c.s).plan.direct().block_rows == c.br, c.name);
+    const bool r3 = c.p.rank() == 3;
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{1, 1}, {127, 129}, {300, 1000}, {1024, 2048}}) {
+      if (r3) shape.insert(shape.begin(), 3);
+      CHECK(run(c.p, c.s, c.dt, shape, c.br, c.bc, 11 + n, true, c.name) == 0);
+      CHECK(run(c.p, c.s, c.dt, shape, c.br, c.bc, 12 + n, false, c.name) == 0);
+      ++n;
+    }
+  }
+  // A column-major input: its row-major codes leave transposed (the unit-stride axis is axis 0).
+  const Pipeline dg = tiles(128, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none);
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{127, 129}, {300, 1000}, {1024, 2048}}) {
+    std::vector<HostTensor> in;
+    in.emplace_back(DType::bf16, shape, std::vector<int64_t>{1, shape[0]});
+    fill_random(in.back(), 21 + n, true);
+    CHECK(check_against_reference(jit(dg, current_target()), in, fmt::format("deepgemm 128x128 column-major input [{}]", fmt::join(shape, ","))) == 0);
+    ++n;
+  }
+  MESSAGE("2-D direct casts checked: " << n);
 }
 
 TEST_CASE("generic scales gpu: jagged groups (MoE token groups), vector and scalar kernels, every peer") {
