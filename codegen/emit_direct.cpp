@@ -51,9 +51,6 @@ namespace {
 // tamax_fmax (NaN skipped, AmaxNan::ignore), so that two outputs of one value may differ.
 const char* amax_accumulator(const Output& o) { return o.node->amax_nan == AmaxNan::ignore ? "tamax_fmax" : "tamax"; }
 
-// Whether every scale is computed once per thread before phase 2 (tensorwise, 2-D blocks).
-bool scales_first(const Plan& pl) { return pl.direct().tensorwise || pl.direct().block_rows > 1; }
-
 // Whether scale s is computed once per block row, on one lane (the plan's choice).
 bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
 
@@ -372,8 +369,9 @@ void emit_elems_store(Ctx& x, int o) {
     const std::string signs = w >= 0 && x.p.inputs()[size_t(w)].dtype == DType::bf16
                                   ? fmt::format("mx_e2m1_signs8_bf16(r{0}_[u][0].x, r{0}_[u][0].y, r{0}_[u][0].z, r{0}_[u][0].w)", w)
                                   : "mx_e2m1_signs8_f32(y)";
+    const bool per_column = x.plan.direct().block_rows > 1 && block2d_kind(x, si) == Block2d::column;
     emit_packed_codes(x, q, si, fmt::format("v{}", root), 8,
-                      [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ", false,
+                      [&](int h) { return x.linear_index("", fmt::format("(cc + e + {})", h)); }, "      ", per_column,
                       x.plan.direct().eight_at_once[size_t(qi)] ? signs : std::string());
   }
   if (transposed_codes(x, o)) return void(x.out += fmt::format("      qt{}[u] = make_uint2(wd[0], wd[1]);\n    }}\n", o));
@@ -422,8 +420,10 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   const Plan& pl = x.plan;
   const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block;
   const std::vector<int> ra = row_axes(pl);
-  x.out += scales_first(pl) ? "  // Phase 2: values and codes (the scales are above).\n"
-                            : "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
+  bool any2 = false;
+  for (int s = 0; s < int(x.v.scales.size()); ++s) any2 = any2 || phase2_scale(x, s);
+  x.out += !any2 ? "  // Phase 2: values and codes (the scales are above).\n"
+                 : "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
   // Token groups: the warp finds the padded rows of its chunks' rows in one search, lane l for
   // chunk l % U (here every lane runs), then chunk u takes lane u's.
   std::vector<int> placed;
@@ -489,7 +489,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
     x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
   }
-  for (size_t s = 0; s < x.v.scales.size() && !scales_first(pl); ++s) {  // else emit_tensorwise_scales, emit_block2d_scales
+  for (size_t s = 0; s < x.v.scales.size(); ++s) {
+    if (!phase2_scale(x, int(s))) continue;  // emit_tensorwise_scales, emit_block2d_scales
     const int root = x.v.scale_root[s];
     x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
     if (scatter_scale(x, int(s))) {
@@ -520,7 +521,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     const Output& out = x.p.outputs()[size_t(o)];
     switch (out.kind) {
       case OutputKind::scales:
-        if (!owner_stores(x, o) && !scales_first(pl)) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
+        if (!owner_stores(x, o) && phase2_scale(x, x.v.output_index[size_t(o)])) emit_scale_store(x, o, x.v.output_index[size_t(o)]);
         break;
       case OutputKind::elems: emit_elems_store(x, o); break;
       case OutputKind::values: emit_values_store(x, o); break;

@@ -20,15 +20,98 @@ bool transposed_codes(const Ctx& x, int o) {
   return x.plan.direct().block_rows > 1 && out.kind == OutputKind::elems && out.layout.order(x.p.rank()).back() == x.plan.ax_r;
 }
 
-// Each thread's packed |x| maximum over its chunks' words, the warp's by shuffles, the CTA's
-// through shared memory (one barrier); the scales at the block's (row, column) index.
+Block2d block2d_kind(const Ctx& x, int s) {
+  const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
+  return b.size_along(x.plan.ax_r) == 1 ? Block2d::row : b.size_along(x.plan.ax_c) == 1 ? Block2d::column : Block2d::tile;
+}
+
+bool phase2_scale(const Ctx& x, int s) {
+  const DirectPlan& d = x.plan.direct();
+  return !d.tensorwise && (d.block_rows == 1 || block2d_kind(x, s) == Block2d::row);
+}
+
+namespace {
+
+// The block (row, column) offset of scales output o, its column index `col` (a block column or,
+// for column blocks, a column) and thread 0's rows for the rest.
+std::string scale2d_offset(const Ctx& x, int o, const std::string& col) {
+  const Plan& pl = x.plan;
+  std::string off = fmt::format("mx_i64({}) * P.out_stride[{}][{}]", col, o, pl.ax_c);
+  for (int a : row_axes(pl))
+    off += a == pl.ax_r ? fmt::format(" + mx_i64(ix{}_[0] / {}) * P.out_stride[{}][{}]", a, pl.direct().block_rows, o, a)
+                        : fmt::format(" + mx_i64(ix{}_[0]) * P.out_stride[{}][{}]", a, o, a);
+  return off;
+}
+
+// Column-block scale s: each column's packed |x| maximum over the thread's rows (cw[i]: columns
+// 2i, 2i+1), over the warp's rows of the same columns by shuffles, into shared memory.
+void emit_column_partials(Ctx& x, int s) {
+  const Plan& pl = x.plan;
+  const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block, k = words_input(x, s);
+  // NaN-skipping maxima from +0 never give NaN (max without .NaN); NaN-keeping ones keep it.
+  const std::string fn = drops_nan(x, s) ? (x.p.inputs()[size_t(k)].dtype == DType::f16 ? "mx_max_f16x2_num" : "mx_max_bf16x2_num")
+                                         : packed_max_fn(x, k);
+  x.out += fmt::format("  {{  // scale {}: column blocks, each column's maximum over the block's rows\n", s);
+  x.out += "    mx_u32 cw[4] = {0u, 0u, 0u, 0u};\n";
+  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U);
+  const char* f[4] = {"x", "y", "z", "w"};
+  for (int i = 0; i < 4; ++i) x.out += fmt::format("      cw[{0}] = {1}(cw[{0}], r{2}_[u][0].{3} & 0x7fff7fffu);\n", i, fn, k, f[i]);
+  x.out += "    }\n";
+  for (int off = G; off < 32; off *= 2)
+    x.out += fmt::format("#pragma unroll\n    for (int i = 0; i < 4; ++i) cw[i] = {}(cw[i], __shfl_xor_sync(0xffffffffu, cw[i], {}));\n", fn, off);
+  x.out += fmt::format("    if ((threadIdx.x & 31u) < {}u)\n#pragma unroll\n      for (int i = 0; i < 4; ++i) mx_cmax{}[threadIdx.x >> 5][lane_c][i] = cw[i];\n  }}\n", G, s);
+}
+
+// Column-block scale s after the barrier: the CTA's column maxima of this thread's 8 columns, their
+// scales (mult<s>[e] and the codes' keep / fill masks, as the jagged kernel's), and the stores of
+// the block's first row of threads.
+void emit_column_scales(Ctx& x, int s) {
+  const Plan& pl = x.plan;
+  const int nw = pl.threads / 32, k = words_input(x, s);
+  const NodePtr* q = nullptr;
+  for (size_t i = 0; i < x.v.quantizes.size(); ++i)
+    if (x.v.quantize_scale[i] == s) q = &x.v.quantizes[i];
+  x.out += fmt::format("  float mult{0}[8], sval{0}[8];\n  mx_u32 byte{0}[8], flag{0}[8];\n  {{\n", s);
+  x.out += fmt::format("    mx_u32 cw[4];\n#pragma unroll\n    for (int i = 0; i < 4; ++i) {{\n      cw[i] = mx_cmax{}[0][lane_c][i];\n", s);
+  if (nw > 1)
+    x.out += fmt::format("#pragma unroll\n      for (int w_ = 1; w_ < {}; ++w_) cw[i] = {}(cw[i], mx_cmax{}[w_][lane_c][i]);\n", nw, packed_max_fn(x, k), s);
+  x.out += "    }\n#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const mx_u32 w_ = cw[e >> 1];\n";
+  x.out += fmt::format("      mx_u32 m = (e & 1) ? {} : {};\n", widen_half(x, k, "w_", 1), widen_half(x, k, "w_", 0));
+  if (x.v.scale_flush[size_t(s)]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
+  x.out += scale_from_amax(x.v.scales[size_t(s)], "      ");
+  x.out += fmt::format("      byte{0}[e] = byte; flag{0}[e] = flag; mult{0}[e] = mult; sval{0}[e] = sval;\n    }}\n  }}\n", s);
+  if (q) {
+    x.out += fmt::format("  mx_u32 keep{0}[2], fill{0}[2];  // per code byte: kept, or the zero / NaN block's fill\n", s);
+    x.out += fmt::format("#pragma unroll\n  for (int w = 0; w < 2; ++w) {{\n    keep{0}[w] = 0u; fill{0}[w] = 0u;\n#pragma unroll\n    for (int j = 0; j < 4; ++j) {{\n", s);
+    x.out += fmt::format("      const mx_u32 f = flag{0}[w * 4 + j];\n      keep{0}[w] |= (f == 0u ? 255u : 0u) << (8 * j);\n      fill{0}[w] |= (f == 2u ? {1}u : 0u) << (8 * j);\n    }}\n  }}\n",
+                         s, nan_code((*q)->elem));
+  }
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::scales || x.v.output_index[size_t(o)] != s) continue;
+    x.out += fmt::format("  if (rt == 0u && ok[0]) {{  // scales '{}': the block's columns, 8 a thread\n", out.name);
+    x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < 8; ++e)\n      if (cc0 + e < n_c) static_cast<{}*>(P.out[{}])[{}] = {};\n  }}\n",
+                         scale_ctype(out.dtype), o, scale2d_offset(x, o, "cc0 + e"), stored_scale(out, std::to_string(s) + "[e]"));
+  }
+}
+
+}  // namespace
+
+// Tile scales: each thread's packed |x| maximum over its chunks' words, the warp's by shuffles, the
+// CTA's through shared memory (one barrier); thread 0 stores them. Column scales: emit_column_*.
 void emit_block2d_scales(Ctx& x) {
   const Plan& pl = x.plan;
-  const int U = pl.direct().chunks_per_thread, Br = pl.direct().block_rows, nw = pl.threads / 32;
+  const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block, nw = pl.threads / 32;
   const int S = int(x.v.scales.size());
-  x.out += "  // 2-D blocks: the block amax (this thread's chunks, the warp, the CTA), then its scales.\n";
-  x.out += fmt::format("  __shared__ mx_u32 mx_wmax[{}][{}];\n", S, nw);
+  std::vector<int> tiles, columns;
   for (int s = 0; s < S; ++s) {
+    if (block2d_kind(x, s) == Block2d::tile) tiles.push_back(s);
+    if (block2d_kind(x, s) == Block2d::column) columns.push_back(s);
+  }
+  x.out += "  // 2-D blocks: tile and column blocks' maxima (this thread's chunks, the warp, the CTA), then their scales.\n";
+  if (!tiles.empty()) x.out += fmt::format("  __shared__ mx_u32 mx_wmax[{}][{}];\n", S, nw);
+  for (int s : columns) x.out += fmt::format("  __shared__ mx_u32 mx_cmax{}[{}][{}][4];\n", s, nw, G);
+  for (int s : tiles) {
     const int k = words_input(x, s);
     const std::string w = fmt::format("r{}_[u][0]", k);
     x.out += fmt::format("  {{\n    mx_u32 pw = 0u;\n#pragma unroll\n    for (int u = 0; u < {}; ++u) pw = {}(pw, {});\n", U,
@@ -39,26 +122,26 @@ void emit_block2d_scales(Ctx& x) {
       x.out += fmt::format("    {{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, {}); m = o_ > m ? o_ : m; }}\n", off);
     x.out += fmt::format("    if ((threadIdx.x & 31u) == 0) mx_wmax[{}][threadIdx.x >> 5] = m;\n  }}\n", s);
   }
+  for (int s : columns) emit_column_partials(x, s);
+  if (tiles.empty() && columns.empty()) return;
   x.out += "  __syncthreads();\n";
-  for (int s = 0; s < S; ++s) {
+  for (int s : tiles) {
     x.out += fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    mx_u32 m = mx_wmax[{0}][0];\n", s);
     if (nw > 1) x.out += fmt::format("#pragma unroll\n    for (int w_ = 1; w_ < {}; ++w_) m = mx_wmax[{}][w_] > m ? mx_wmax[{}][w_] : m;\n", nw, s, s);
     x.out += scale_from_amax(x.v.scales[size_t(s)], "    ");
     x.out += fmt::format("    byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n  }}\n", s);
   }
-  const std::vector<int> ra = row_axes(pl);
-  x.out += "  if (threadIdx.x == 0 && ok[0]) {  // the block's scales: row 0 of the block, its first chunk\n";
+  for (int s : columns) emit_column_scales(x, s);
+  std::string stores;
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
-    if (out.kind != OutputKind::scales) continue;
-    std::string off = fmt::format("mx_i64(cc0 / {}) * P.out_stride[{}][{}]", pl.direct().block_cols, o, pl.ax_c);
-    for (int a : ra)
-      off += a == pl.ax_r ? fmt::format(" + mx_i64(ix{}_[0] / {}) * P.out_stride[{}][{}]", a, Br, o, a)
-                          : fmt::format(" + mx_i64(ix{}_[0]) * P.out_stride[{}][{}]", a, o, a);
-    x.out += fmt::format("    static_cast<{}*>(P.out[{}])[{}] = {};\n", scale_ctype(out.dtype), o, off,
-                         stored_scale(out, std::to_string(x.v.output_index[size_t(o)])));
+    if (out.kind != OutputKind::scales || block2d_kind(x, x.v.output_index[size_t(o)]) != Block2d::tile) continue;
+    stores += fmt::format("    static_cast<{}*>(P.out[{}])[{}] = {};\n", scale_ctype(out.dtype), o,
+                          scale2d_offset(x, o, fmt::format("cc0 / {}", pl.direct().block_cols)),
+                          stored_scale(out, std::to_string(x.v.output_index[size_t(o)])));
   }
-  x.out += "  }\n";
+  if (!stores.empty())
+    x.out += "  if (threadIdx.x == 0 && ok[0]) {  // the tiles' scales: row 0 of the block, its first chunk\n" + stores + "  }\n";
 }
 
 // Thread (lane_c, rt) holds codes of rows 8 rt + u (qt<o>[u], columns 8 lane_c + 0..7). Four 4x4

@@ -98,10 +98,15 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // Tensorwise: the block is the whole tensor, its amax the pre-pass's; a chunk is its own block.
   d.tensorwise = tensorwise(p, v);
   int64_t bsize = 8;
-  const bool two_d = !d.tensorwise && plan.ax_r >= 0 && !v.scales.empty() && block_of(v.scales[0]).axes.size() == 2;
+  // 2-D blocks (direct2d_applies): some block spans rows; the tile is the largest extents.
+  int64_t brows = 1;
+  if (!d.tensorwise && plan.ax_r >= 0)
+    for (const NodePtr& n : v.scales) brows = std::max(brows, block_of(n).size_along(plan.ax_r));
+  const bool two_d = brows > 1;
   if (!d.tensorwise) {
-    for (const NodePtr& n : v.quantizes) bsize = block_of(n).size_along(plan.ax_c);
-    for (const NodePtr& n : v.scales) bsize = block_of(n).size_along(plan.ax_c);
+    if (two_d) bsize = 1;
+    for (const NodePtr& n : v.quantizes) bsize = two_d ? std::max(bsize, block_of(n).size_along(plan.ax_c)) : block_of(n).size_along(plan.ax_c);
+    for (const NodePtr& n : v.scales) bsize = two_d ? std::max(bsize, block_of(n).size_along(plan.ax_c)) : block_of(n).size_along(plan.ax_c);
   }
   d.block_cols = int(bsize);
   d.lanes_per_block = int(bsize / 8);
@@ -172,7 +177,7 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     d.blocked.push_back(b);
   }
   if (two_d) {  // direct2d_applies: bare 16-bit words, linear scales; one CTA a block
-    d.block_rows = int(block_of(v.scales[0]).size_along(plan.ax_r));
+    d.block_rows = int(brows);
     d.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : 8;
     const int rows_a_round = d.block_rows / d.chunks_per_thread;
     plan.threads = G * rows_a_round;
@@ -186,8 +191,11 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     if (s.threads && s.threads != plan.threads)
       throw UsageError(fmt::format("schedule: threads {} of the direct kernel with {}x{} blocks must be {} (one CTA a block, {} rows a "
                                    "thread)", s.threads, d.block_rows, d.block_cols, plan.threads, d.chunks_per_thread));
-    // Eight 16-byte chunks a thread held across the block amax: 4 CTAs of 256 threads (<= 64 registers).
-    plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : std::max(1, 1024 / plan.threads);
+    // Eight 16-byte chunks a thread held across the block amax: 4 CTAs of 256 threads (<= 64
+    // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80).
+    bool columns = false;
+    for (const NodePtr& n : v.scales) columns = columns || block_of(n).size_along(plan.ax_c) == 1;
+    plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : std::max(1, (columns ? 768 : 1024) / plan.threads);
     d.scatter_scales.assign(v.scales.size(), false);
     d.e2m1_words.assign(v.quantizes.size(), false);
     d.eight_at_once.assign(v.quantizes.size(), false);

@@ -235,17 +235,28 @@ bool direct2d_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, co
   if (plan.ax_r < 0 || v.scales.empty()) return false;
   for (int a = 0; a < p.rank(); ++a)  // ax_r the innermost row axis: a block's rows are consecutive rows
     if (a != plan.ax_c && a > plan.ax_r) return false;
-  const BlockSpec& b0 = block_of(v.scales[0]);
-  if (b0.axes.size() != 2 || b0.jagged()) return false;
-  const int64_t br = b0.size_along(plan.ax_r), bc = b0.size_along(plan.ax_c);
-  auto same = [&](const NodePtr& n) {
+  // The CTA's tile: the largest block extents; each block is the tile, one row of it (1 x bc) or
+  // one column (br x 1), and some block spans rows and some columns.
+  int64_t br = 1, bc = 1;
+  for (const NodePtr& s : v.scales) {
+    if (block_of(s).jagged()) return false;
+    br = std::max(br, block_of(s).size_along(plan.ax_r));
+    bc = std::max(bc, block_of(s).size_along(plan.ax_c));
+  }
+  if (br == 1 || bc == 1) return false;
+  auto fits = [&](const NodePtr& n) {
     const BlockSpec& b = block_of(n);
-    return b.axes.size() == 2 && !b.jagged() && b.size_along(plan.ax_r) == br && b.size_along(plan.ax_c) == bc;
+    const int64_t r = b.size_along(plan.ax_r), c = b.size_along(plan.ax_c);
+    return !b.jagged() && (r == br || r == 1) && (c == bc || c == 1) && (r > 1 || c > 1);
   };
   for (const NodePtr& q : v.quantizes)
-    if (!same(q)) return false;
+    if (!fits(q)) return false;
+  // Column blocks' flags become per-byte masks of one NaN code: the casts of a scale share a format.
+  for (size_t i = 0; i < v.quantizes.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (v.quantize_scale[i] == v.quantize_scale[j] && !(v.quantizes[i]->elem == v.quantizes[j]->elem)) return false;
   for (const NodePtr& s : v.scales) {
-    if (!same(s) || tensor_amax_of(*s)) return false;
+    if (!fits(s) || tensor_amax_of(*s)) return false;
     const NodePtr& rn = v.roots[size_t(v.scale_root[size_t(&s - v.scales.data())])];
     if (rn->op != Op::input) return false;
     const int k = p.input_index(rn->name);
@@ -256,10 +267,11 @@ bool direct2d_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, co
   const int64_t threads = bc / 8 * (br / 8);
   if (threads < 32 || threads > 512 || (threads & (threads - 1))) return false;
   for (const Output& o : p.outputs()) {
-    const int inner = o.layout.order(p.rank()).back();
+    const bool data = o.kind == OutputKind::elems || o.kind == OutputKind::values;
+    const int inner = data ? o.layout.order(p.rank()).back() : -1;
     // Codes transposed (ax_r innermost) through a shared tile: 8-bit codes, 16-row granule pairs.
     const bool transposed = o.kind == OutputKind::elems && inner == plan.ax_r && !v.quantizes[size_t(v.output_index[size_t(&o - p.outputs().data())])]->elem.packed() && br % 16 == 0;
-    if ((o.kind == OutputKind::elems || o.kind == OutputKind::values) && inner != plan.ax_c && !transposed) return false;
+    if (data && inner != plan.ax_c && !transposed) return false;
     if (generic_layout(o) || (o.kind == OutputKind::scales && (is_blocked(o.layout) || o.layout.grouped()))) return false;
   }
   return true;

@@ -28,9 +28,9 @@ TEST_CASE(
     const Pipeline p = c.make();
     for (const std::string arch : {"sm_90a", "sm_100a"}) {
       const KernelKind kind = generate(p, Target::parse(arch), default_stride_class(p)).plan.kind;
-      // The dual 1D cast (1x128 and 128x1 blocks from one read) and packed scale words: the tiled
-      // kernel; 1x128 groups and 128x128 tiles (codes row-major or transposed): the direct kernel.
-      const bool tiled = c.name.find("dual") != std::string::npos || c.name.find("packed") != std::string::npos;
+      // Packed scale words: the tiled kernel; 1x128 groups, 128x128 tiles (codes row-major or
+      // transposed) and the dual 1D cast (1x128 and 128x1 blocks of one 128x128 tile): the direct kernel.
+      const bool tiled = c.name.find("packed") != std::string::npos;
       CHECK_MESSAGE(kind == (tiled ? KernelKind::tiled : KernelKind::direct), c.name << " on " << arch);
     }
     if (names.insert(c.name).second) vs.push_back({c.name, p, default_stride_class(p)});

@@ -161,7 +161,23 @@ TEST_CASE("direct 2-D blocks: variants compile for sm_90a and sm_100a, no spills
   auto x = input("x", DType::bf16, rank(2));
   auto e = e8m0_scale(amax(blocks(x, {0, 1}, {64, 64})), e4m3, ScaleRule::rceil);
   add("64x64 e8m0 rceil", pipeline({output("q", cast(e4m3, x / e)), output("s", e)}));
+  auto xd = input("x", DType::bf16, rank(2));
+  const ScaleDef te = recipes::transformer_engine(e4m3, true);
+  auto sr = scale(amax(blocks(xd, 1, 128)), e4m3, te);
+  auto sc = scale(amax(blocks(xd, 0, 128)), e4m3, te);
+  const Pipeline dual = pipeline({output("q", cast(e4m3, xd / sr)), output("s", sr, layout::mn_major_tma()),
+                                  output("q_t", cast(e4m3, xd / sc), layout::col_major()), output("s_t", sc, layout::mn_major_tma())});
+  add("te 1d dual", dual);
   for (const auto& v : vs) REQUIRE(plan_of(v.p, v.schedule).kind == KernelKind::direct);
+  CHECK(plan_of(dual).direct().block_rows == 128);
+  CHECK(plan_of(dual).ctas_per_sm == 3);  // column blocks: 8 multipliers a thread
+  CHECK(test::spill_bytes(dual, default_stride_class(dual)) == 0);
+  const std::string ds = generate(dual, Target::parse("sm_90a"), default_stride_class(dual)).source;
+  CHECK(ds.find("__shared__ mx_u32 mx_cmax1[8][16][4];") != std::string::npos);
+  CHECK(ds.find("keep1[w] |= (f == 0u ? 255u : 0u) << (8 * j);") != std::string::npos);
+  CHECK(ds.find("mult1[e]") != std::string::npos);
+  CHECK(ds.find("if (rt == 0u && ok[0]) {  // scales 's_t'") != std::string::npos);
+  CHECK(ds.find("__shfl_xor_sync(0xffffffffu, m, 8)") > ds.find("// Phase 2"));  // the row blocks' amax, per chunk
   CHECK(test::compile_variants(vs) == 2 * int(vs.size()));
   CHECK(test::spill_bytes(tiles(128, 128), default_stride_class(tiles(128, 128))) == 0);
   CHECK(test::spill_bytes(tiles(128, 128, DType::bf16, 2, layout::row_major(), layout::linear(), recipes::torchao_blockwise(e4m3)),
