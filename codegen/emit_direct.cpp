@@ -594,7 +594,7 @@ void emit_direct_kernel(Ctx& x) {
   for (const NodePtr& r : x.v.roots) collect_dequants(x, r, dqs);
   for (size_t i = 0; i < dqs.size(); ++i) x.out += fmt::format("  uint2 dqc{0}_[{1}];\n  float dqs{0}_[{1}];\n", i, U);
   x.out += "  // Phase 1: all loads first, so that several are in flight per thread.\n";
-  const int Br = pl.direct().block_rows, RT = pl.threads / G;
+  const int Br = pl.direct().block_rows;
   if (Br == 1) x.out += "  // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.\n";
   if (Br > 1) {
     x.out += fmt::format("  // One CTA a {}x{} block: lane_c across its columns, rt down its rows ({} rows a thread).\n", Br, B, U);
