@@ -677,10 +677,21 @@ void emit_tile_scales(Ctx& x, int o) {
   x.out += "    }\n  }\n";
 }
 
+namespace {
+// The xors of a reduce-scatter of `items` that halve the items (the first log2(items) of them);
+// any after those all-reduce the one item left (more lanes than items).
+size_t halvings(int items, const std::vector<int>& xors) {
+  size_t h = 0;
+  while (h < xors.size() && (items >> (h + 1)) >= 1) ++h;
+  return h;
+}
+}  // namespace
+
 void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
                          const std::string& ind, const std::function<std::string(const std::string&)>& store) {
   const bool flush = x.v.scale_flush[size_t(s)];
-  const int own = items >> xors.size();
+  const size_t h = halvings(items, xors);
+  const int own = items >> h;
   x.out += fmt::format("{0}// Scales {1}: one per lane (reduce-scatter over the block's lanes, xors {2}).\n", ind, s, fmt::join(xors, ", "));
   x.out += fmt::format("{0}mx_u32 d{1}[{2}];\n#pragma unroll\n{0}for (int t = 0; t < {2}; ++t) {{\n", ind, s, items);
   x.out += fmt::format("{0}  d{1}[t] = {2};\n", ind, s, item_m("t"));
@@ -688,8 +699,8 @@ void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors,
   x.out += ind + "}\n";
   std::string base;  // the lane's first item
   int n = items;
-  for (int xr : xors) {
-    const int half = n / 2;
+  for (size_t j = 0; j < h; ++j) {
+    const int xr = xors[j], half = n / 2;
     x.out += fmt::format("{0}{{\n{0}  const bool hi = (lane & {1}) != 0;\n#pragma unroll\n{0}  for (int i = 0; i < {2}; ++i) {{\n", ind, xr, half);
     x.out += fmt::format("{0}    const mx_u32 keep = hi ? d{1}[i + {2}] : d{1}[i], send = hi ? d{1}[i] : d{1}[i + {2}];\n", ind, s, half);
     x.out += fmt::format("{0}    const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, send, {1});\n{0}    d{2}[i] = o_ > keep ? o_ : keep;\n{0}  }}\n{0}}}\n",
@@ -697,6 +708,10 @@ void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors,
     base += fmt::format("{}((lane & {}) ? {} : 0)", base.empty() ? "" : " + ", xr, half);
     n = half;
   }
+  for (size_t j = h; j < xors.size(); ++j)  // one item left: the other lanes of the block hold the same row
+    x.out += fmt::format("{0}{{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, d{1}[0], {2}); d{1}[0] = o_ > d{1}[0] ? o_ : d{1}[0]; }}\n", ind, s,
+                         xors[j]);
+  if (base.empty()) base = "0";
   x.out += fmt::format("{0}const int tb{1} = {2};\n{0}mx_u32 own{1}[{3}];\n", ind, s, base, own);
   x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const mx_u32 m = d{2}[i];\n", ind, own, s);
   x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ");
@@ -710,7 +725,8 @@ void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, c
                        const std::string& suffix, bool clean) {
   int mask = 0, n = items;
   std::string src;
-  for (int xr : xors) {
+  for (size_t j = 0; j < halvings(items, xors); ++j) {
+    const int xr = xors[j];
     mask |= xr;
     src += fmt::format(" | (({} % {}) >= {} ? {} : 0)", var, n, n / 2, xr);
     n /= 2;
@@ -739,7 +755,7 @@ void emit_clean_split(Ctx& x, const std::string& clean_cond, const std::string& 
 
 std::string scales_clean(int s, int items, const std::vector<int>& xors) {
   std::string all;
-  for (int i = 0; i < (items >> xors.size()); ++i) all += fmt::format("{}own{}[{}] > 2u", i ? " && " : "", s, i);
+  for (int i = 0; i < (items >> halvings(items, xors)); ++i) all += fmt::format("{}own{}[{}] > 2u", i ? " && " : "", s, i);
   return fmt::format("__all_sync(0xffffffffu, {})", all);
 }
 

@@ -17,6 +17,7 @@
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_direct2d.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/layout_cuda.hpp"
 #include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
@@ -141,9 +142,19 @@ void emit_chunk_loads(Ctx& x, int k) {
   x.out += "      }\n    }\n";
 }
 
-// Offset of a linear (or permuted) scale at block column C of this thread's row.
+// Offset, in scale values, of the scale at block column C of this thread's row: strided layouts
+// by their strides, any other (packed words, split axes) by the layout's offset function.
 std::string scale_offset(const Ctx& x, int o, const std::string& C) {
   const Plan& pl = x.plan;
+  const Output& out = x.p.outputs()[size_t(o)];
+  if (generic_layout(out)) {
+    std::vector<std::string> index, shape;
+    for (int a = 0; a < pl.rank; ++a) {
+      index.push_back(a == pl.ax_c ? C : fmt::format("ix{}", a));
+      shape.push_back(fmt::format("P.out_shape[{}][{}]", o, a));
+    }
+    return cuda_offset(out.bound, index, shape);
+  }
   std::string s = fmt::format("{} * P.out_stride[{}][{}]", C, o, pl.ax_c);
   for (int a : row_axes(pl)) s += fmt::format(" + ix{} * P.out_stride[{}][{}]", a, o, a);
   return s;
@@ -303,7 +314,7 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
 // of which needed the byte back from its owner. Blocked and grouped scales keep their paths.
 bool owner_stores(const Ctx& x, int o) {
   const Output& out = x.p.outputs()[size_t(o)];
-  return out.kind == OutputKind::scales && out.dtype != DType::f32 && !mxjit::detail::is_blocked(out.layout) && !out.layout.grouped() &&
+  return out.kind == OutputKind::scales && !mxjit::detail::is_blocked(out.layout) && !out.layout.grouped() &&
          scatter_scale(x, x.v.output_index[size_t(o)]);
 }
 
@@ -317,9 +328,14 @@ std::string owner_store(const Ctx& x, int o, int s, bool all_vec, const std::str
   for (int a : row_axes(pl)) t += fmt::format("{}{} ix{};\n", in, all_vec ? "int" : "mx_i64", a);
   const RowFrame f = row_frame(x, all_vec, "okr", "ix{}", in);
   t += f.row_ok + f.indices;
-  // Every lane of a real slot stores: in a partial last block the owner's own chunk may lie past
-  // the end (its loads were zeros), but its row's scale is the block's.
-  t += fmt::format("{}if (okr) static_cast<mx_u8*>(P.out[{}])[{}] = mx_u8(byte);\n", in, o, scale_offset(x, o, fmt::format("(cc0 / {})", pl.direct().block_cols)));
+  // Every owner lane of a real slot stores: in a partial last block the owner's own chunk may lie
+  // past the end (its loads were zeros), but its row's scale is the block's. With more lanes than
+  // rows, G / U lanes own each row: the first of them stores.
+  const int G = pl.direct().lanes_per_block, U = pl.direct().chunks_per_thread;
+  const std::string first = G > U ? fmt::format(" && (lane & {}) == 0", G / U - 1) : "";
+  const Output& out = x.p.outputs()[size_t(o)];
+  t += fmt::format("{}if (okr{}) static_cast<{}*>(P.out[{}])[{}] = {};\n", in, first, scale_ctype(out.dtype), o,
+                   scale_offset(x, o, fmt::format("(cc0 / {})", pl.direct().block_cols)), stored_scale(out, ""));
   return t + ind + "}\n";
 }
 
@@ -493,6 +509,13 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     if (!phase2_scale(x, int(s))) continue;  // emit_tensorwise_scales, emit_block2d_scales
     const int root = x.v.scale_root[s];
     x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
+    if (scatter_scale(x, int(s)) && generic_scale(*x.v.scales[s])) {
+      // A scale definition's multiplier, gathered; its owners stored the scales (owner_stores),
+      // and it flags no block (DirectPlan::scatter_scales): the word is the multiplier's bits.
+      emit_gather_scale(x, int(s), U, scatter_xors(pl), "u", "      ", "", true);
+      x.out += fmt::format("      byte{0} = 0u; flag{0} = flag; mult{0} = mult; sval{0} = 0.0f;\n    }}\n", s);
+      continue;
+    }
     if (scatter_scale(x, int(s))) {
       emit_gather_scale(x, int(s), U, scatter_xors(pl), "u", "      ", "", clean);
       // The multiplier is 2^(127 - byte): its exponent field is 254 - byte (0 for byte 254, 2^-127).
@@ -654,7 +677,8 @@ void emit_direct_kernel(Ctx& x) {
   // those scales (no flag tests on their codes), and for the others.
   std::string clean_cond;
   for (int s = 0; s < int(x.v.scales.size()); ++s)
-    if (scatter_scale(x, s)) clean_cond += (clean_cond.empty() ? "" : " && ") + scales_clean(s, U, scatter_xors(pl));
+    if (scatter_scale(x, s) && !generic_scale(*x.v.scales[size_t(s)]))
+      clean_cond += (clean_cond.empty() ? "" : " && ") + scales_clean(s, U, scatter_xors(pl));
   emit_clean_split(x, clean_cond, "  ", [&](bool clean) { emit_phase2(x, dqs, clean); });
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (transposed_codes(x, o)) emit_transposed_codes(x, o);

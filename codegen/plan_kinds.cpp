@@ -153,7 +153,19 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
     const int k = packed_input(p, v, si);
     const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
-    d.scatter_scales.push_back(mx_e8m0(*sn) && !cvt && words && G > 1 && U % G == 0);
+    // A scale definition that flags no block (nan_if, zero_if never), stored only from its owner
+    // lanes: one scale computation a lane instead of U, the multiplier fetched by one shuffle a
+    // chunk; also where the lanes outnumber the rows (G / U lanes share a row).
+    bool owned = generic_scale(*sn) && sn->args.at(kScaleNanIf)->op == Op::never && sn->args.at(kScaleZeroIf)->op == Op::never;
+    for (size_t o = 0; o < p.outputs().size(); ++o) {
+      const Output& out = p.outputs()[o];
+      if (out.kind == OutputKind::scales && v.output_index[o] == si && (mxjit::detail::is_blocked(out.layout) || out.layout.grouped()))
+        owned = false;
+    }
+    const bool gathered = words && G > 1 && owned && (U % G == 0 || G % U == 0);
+    d.scatter_scales.push_back((words && G > 1 && mx_e8m0(*sn) && !cvt && U % G == 0) || gathered);
+    // The gathered multipliers and the owners' stores spill at 32 registers: 6 CTAs per SM (<= 40).
+    if (gathered && !s.ctas_per_sm) plan.ctas_per_sm = std::min(plan.ctas_per_sm, 6);
   }
   for (const NodePtr& q : v.quantizes) {
     const int si = v.quantize_scale[size_t(&q - v.quantizes.data())];

@@ -225,8 +225,7 @@ bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan) {
   if (bsize == 0) bsize = 8;
   if (bsize % 8 != 0 || bsize / 8 > 32) return false;
   for (const Output& o : p.outputs())
-    if (((o.kind == OutputKind::elems || o.kind == OutputKind::values) && o.layout.order(p.rank()).back() != plan.ax_c) ||
-        generic_layout(o))  // the tiled kernel stores those
+    if ((o.kind == OutputKind::elems || o.kind == OutputKind::values) && o.layout.order(p.rank()).back() != plan.ax_c)
       return false;
   return true;
 }

@@ -146,7 +146,11 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent) {
   }
   if (sn.scale_format == ScaleFormat::f32 || sn.scale_format == ScaleFormat::bf16) L.body += "  sval = sv;\n";
   L.bind(Op::stored_var, "sv");
-  const std::string f = L.value(sn.args.at(kScaleFactor));
+  // 1 / an E8M0 value is exact without a division (mx_e8m0_recip).
+  const NodePtr& fn = sn.args.at(kScaleFactor);
+  const bool recip = sn.scale_format == ScaleFormat::e8m0 && fn->op == Op::div && fn->args.at(0)->op == Op::constant &&
+                     fn->args.at(0)->value == 1.0 && fn->args.at(1)->op == Op::stored_var;
+  const std::string f = recip ? "mx_e8m0_recip(byte)" : L.value(fn);
   const std::string nan = L.cond(sn.args.at(kScaleNanIf)), zero = L.cond(sn.args.at(kScaleZeroIf));
   L.body += fmt::format("  mult = {};\n", f);
   if (nan != "false" || zero != "false") L.body += fmt::format("  flag = {} ? 2u : ({} ? 1u : 0u);\n", nan, zero);

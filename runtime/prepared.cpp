@@ -123,8 +123,17 @@ PreparedLaunch make_prepared(PreparedParts&& parts) {
       s->views.push_back(v);
       s->views.back().data = nullptr;
     }
-  for (int o : plan.zero_outputs)
-    if (const int64_t bytes = b.outputs[size_t(o)].storage_bytes; bytes > 0) s->zero.emplace_back(s->inputs + size_t(o), bytes);
+  for (int o : plan.zero_outputs) {
+    const OutputGeometry& g = b.outputs[size_t(o)];
+    const Output& out = parts.pipeline->outputs()[size_t(o)];
+    // A padded scale layout has padding only for some shapes (mn_major_tma at a multiple of 4 rows
+    // has none): where storage holds exactly the logical values, the kernel writes every byte.
+    int64_t values = 1;
+    for (int64_t e : g.logical_shape) values *= e;
+    const bool unpadded = out.kind == OutputKind::scales && !out.layout.grouped() &&
+                          g.storage_bytes * out.bound.pack == values * int64_t(dtype_size(out.dtype));  // words of `pack` values
+    if (g.storage_bytes > 0 && !unpadded) s->zero.emplace_back(s->inputs + size_t(o), g.storage_bytes);
+  }
   s->empty = b.empty;
   s->workspace = parts.workspace_bytes;
   s->prepass = std::move(parts.prepass);

@@ -205,10 +205,12 @@ MX_HD float mx_pow2_floor(float x) {
 /// The smallest power of two >= |x| with x's sign (subnormals exactly; above 2^127: Inf);
 /// +-0, +-Inf, NaN stay.
 MX_HD float mx_pow2_ceil(float x) {
+  // Selects, not branches: a scale is computed in every lane of every chunk.
   const unsigned int s = mx_as_uint(x) & 0x80000000u, u = mx_as_uint(x) & 0x7FFFFFFFu;
-  if (u == 0 || u >= 0x7F800000u) return mx_isnan(x) ? mx_qnan() : x;
-  if (u >= 0x00800000u) return mx_as_float(s | ((u & 0x7FFFFFu) ? (u & 0x7F800000u) + 0x00800000u : u));
-  return mx_as_float(s | ((u & (u - 1u)) == 0 ? u : (1u << (32 - mx_clz(u)))));
+  const unsigned int normal = (u & 0x7FFFFFu) ? (u & 0x7F800000u) + 0x00800000u : u;
+  const unsigned int sub = (u & (u - 1u)) == 0 ? u : (1u << (32 - mx_clz(u)));  // u = 0 stays 0
+  const float r = mx_as_float(s | (u >= 0x00800000u ? normal : sub));
+  return u >= 0x7F800000u ? (mx_isnan(x) ? mx_qnan() : x) : r;
 }
 /// The E8M0 byte of a scale value: the exponent field of |s| (0xFF for NaN and Inf; 0 for
 /// 2^-127, subnormals and 0). Exact for the powers of two E8M0 holds.
@@ -216,6 +218,11 @@ MX_HD unsigned int mx_e8m0_field(float s) { return (mx_as_uint(s) >> 23) & 0xFFu
 /// The value of an E8M0 byte: 2^(byte - 127) (byte 0 is the subnormal 2^-127), NaN for 0xFF.
 MX_HD float mx_e8m0_decode(unsigned int byte) {
   return byte == 255u ? mx_qnan() : (byte == 0u ? mx_as_float(0x00400000u) : mx_as_float(byte << 23));
+}
+/// 1 / mx_e8m0_decode(byte), exactly (the quotient of 1 by a power of two is one): 2^(127 - byte),
+/// the subnormal 2^-127 for byte 254, NaN for 0xFF. No division.
+MX_HD float mx_e8m0_recip(unsigned int byte) {
+  return byte >= 254u ? (byte == 255u ? mx_qnan() : mx_as_float(0x00400000u)) : mx_as_float((254u - byte) << 23);
 }
 
 // ---- exp --------------------------------------------------------------------------------

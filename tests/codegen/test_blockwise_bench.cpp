@@ -28,10 +28,10 @@ TEST_CASE(
     const Pipeline p = c.make();
     for (const std::string arch : {"sm_90a", "sm_100a"}) {
       const KernelKind kind = generate(p, Target::parse(arch), default_stride_class(p)).plan.kind;
-      // Packed scale words: the tiled kernel; 1x128 groups, 128x128 tiles (codes row-major or
-      // transposed) and the dual 1D cast (1x128 and 128x1 blocks of one 128x128 tile): the direct kernel.
-      const bool tiled = c.name.find("packed") != std::string::npos;
-      CHECK_MESSAGE(kind == (tiled ? KernelKind::tiled : KernelKind::direct), c.name << " on " << arch);
+      // Every row on the direct kernel: 1x128 groups (scales packed four a word included),
+      // 128x128 tiles (codes row-major or transposed) and the dual 1D cast (1x128 and 128x1
+      // blocks of one 128x128 tile).
+      CHECK_MESSAGE(kind == KernelKind::direct, c.name << " on " << arch);
     }
     if (names.insert(c.name).second) vs.push_back({c.name, p, default_stride_class(p)});
   }
@@ -68,4 +68,33 @@ TEST_CASE("blockwise bench rows: the peers' layouts and definitions, output by o
   REQUIRE(both.outputs().size() == 4);
   CHECK(both.outputs()[1].layout == layout::gemm_ready_2d());
   CHECK(both.outputs()[3].layout == layout::gemm_ready_2d_t());
+}
+
+TEST_CASE("blockwise bench rows: no spills on sm_90a, and the 1x128 casts compute one scale a lane") {
+  std::set<std::string> seen;
+  for (const bench::BlockwiseCase& c : bench::blockwise_cases()) {
+    if (!seen.insert(c.name).second) continue;
+    const Pipeline p = c.make();
+    CHECK_MESSAGE(test::spill_bytes(p, default_stride_class(p)) == 0, c.name);
+  }
+  // A scale definition that flags no block (the peers'): the 16 lanes of a 1x128 block
+  // reduce-scatter its 4 rows' amaxes (xors 8, 4 halve, 2, 1 all-reduce), each lane computes one
+  // row's scale, the first of its 4 owners stores it, and every chunk fetches its multiplier by one
+  // shuffle. A definition that flags zero or NaN blocks: every lane computes every row's scale.
+  const Target t = Target::parse("sm_90a");
+  ScaleDef flagged = recipes::deepgemm(e4m3, false);
+  flagged.zero_if = amax_var() < 1e-6;
+  for (const auto& [def, owned] : {std::pair{recipes::deepgemm(e4m3, false), true}, std::pair{recipes::torchao_blockwise(e4m3), true},
+                                   std::pair{recipes::vllm_group(e4m3, false), true},
+                                   std::pair{recipes::transformer_engine(e4m3, true), true}, std::pair{flagged, false}}) {
+    const Pipeline p = bench::blockwise_cast(def, Saturate::finite, false, layout::row_major(), layout::col_major());
+    CAPTURE(scale_definition(*p.outputs()[1].node));
+    const GeneratedKernel g = generate(p, t, default_stride_class(p));
+    REQUIRE(g.plan.kind == KernelKind::direct);
+    CHECK(g.plan.direct().lanes_per_block == 16);
+    CHECK(g.plan.direct().scatter_scales == std::vector<bool>{owned});
+    CHECK((g.source.find("reduce-scatter over the block's lanes, xors 8, 4, 2, 1") != std::string::npos) == owned);
+    CHECK((g.source.find("if (okr && (lane & 3) == 0)") != std::string::npos) == owned);
+    if (owned) CHECK(g.plan.ctas_per_sm <= 6);  // 40 registers: the gathered form spills at 32
+  }
 }

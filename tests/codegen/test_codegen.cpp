@@ -109,17 +109,24 @@ TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a" * doct
   MESSAGE("compiled " << compiled << " kernels");
 }
 
-TEST_CASE("packed and split layouts: the tiled kernel stores them by the offset function; padded ones are zeroed first") {
+TEST_CASE("packed and split layouts: the direct and tiled kernels store them by the offset function; padded ones are zeroed first") {
   auto x = input("x", DType::bf16, rank(2));
   auto s = e8m0_scale(amax(blocks(x, 1, 128)), e4m3, ScaleRule::ceil);
   const Pipeline packed = pipeline({output("q", cast(e4m3, x / s)), output("sp", s, layout::mn_major_tma_packed())});
-  const Plan pp = make_plan(packed, Target::parse("sm_90a"), default_stride_class(packed));
-  CHECK(pp.kind == KernelKind::tiled);
+  const Target t = Target::parse("sm_90a");
+  const Plan pp = make_plan(packed, t, default_stride_class(packed));
+  CHECK(pp.kind == KernelKind::direct);
   CHECK(pp.zero_outputs == std::vector<int>{1});
-  // The offset: word (c/4)*A + r, byte c%4, A = roundup(R, 4), from the definition.
-  const std::string src = generate(packed, Target::parse("sm_90a"), default_stride_class(packed)).source;
-  CHECK(src.find("mx_i64((mx_u64(gc) % 4u))") != std::string::npos);
-  CHECK(src.find("((mx_u64(P.out_shape[1][0]) + 3u) / 4u * 4u)") != std::string::npos);
+  // The offset: word (c/4)*A + r, byte c%4, A = roundup(R, 4), from the definition; the direct
+  // kernel's block column is C, the tiled kernel's gc.
+  Schedule tiled;
+  tiled.kernel = KernelKind::tiled;
+  for (const auto& [sched, col] : {std::pair{Schedule{}, "C"}, std::pair{tiled, "gc"}}) {
+    CAPTURE(col);
+    const std::string src = generate(packed, t, default_stride_class(packed), sched).source;
+    CHECK(src.find(fmt::format("mx_i64((mx_u64({}) % 4u))", col)) != std::string::npos);
+    CHECK(src.find("((mx_u64(P.out_shape[1][0]) + 3u) / 4u * 4u)") != std::string::npos);
+  }
   const Pipeline mn = pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma()), output("b", s, layout::blocked_128x4())});
   const Plan pl = make_plan(mn, Target::parse("sm_90a"), default_stride_class(mn));
   CHECK(pl.zero_outputs == std::vector<int>{1});  // the kernels write real scales only; blocked writes its padding

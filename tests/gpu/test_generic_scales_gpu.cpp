@@ -118,6 +118,44 @@ TEST_CASE("generic scales gpu: every peer recipe, E4M3 and E5M2, 1x128 / 128x1 /
   MESSAGE("peer casts checked: " << n);
 }
 
+TEST_CASE("generic scales gpu: one scale a lane (reduce-scattered amaxes), every block size, lanes above and below rows") {
+  MXJIT_REQUIRE_GPU();
+  // DirectPlan::scatter_scales for definitions that flag no block: G = block / 8 lanes, U rows a
+  // thread; U % G == 0 (each lane owns U / G rows) or G % U == 0 (G / U lanes share a row, the
+  // first stores it). A flagged definition beside it takes the all-reduce form.
+  std::vector<PeerDef> defs;
+  for (const PeerDef& d : peer_defs(e4m3)) defs.push_back(d);
+  PeerDef flagged{"deepgemm, zero_if amax < 1e-6", recipes::deepgemm(e4m3, false), Saturate::none};
+  flagged.def.zero_if = amax_var() < 1e-6;
+  defs.push_back(flagged);
+  PeerDef e8{"deepgemm ue8m0 as e8m0", recipes::deepgemm(e4m3, true), Saturate::none};
+  e8.def.format = ScaleFormat::e8m0;
+  defs.push_back(e8);
+  int n = 0, gathered = 0;
+  for (const PeerDef& d : defs)
+    for (int64_t b : {16, 32, 64, 128, 256})
+      for (int u : {0, 1, 8}) {
+        Schedule sched;
+        sched.chunks_per_thread = u;
+        for (const Layout& sl : {layout::col_major(), layout::mn_major_tma_packed()}) {
+          if (sl == layout::mn_major_tma_packed() && d.def.format != ScaleFormat::e8m0) continue;
+          auto x = input("x", DType::bf16, rank(3));
+          auto sc = scale(amax(blocks(x, 2, b)), e4m3, d.def);
+          const Pipeline p = pipeline({output("q", cast(e4m3, x / sc, Round::nearest_even, d.sat)), output("s", sc, sl)});
+          const detail::Plan plan = detail::make_plan(p, current_target(), detail::default_stride_class(p), sched);
+          REQUIRE(plan.kind == KernelKind::direct);
+          gathered += plan.direct().scatter_scales[0];
+          const std::string label = fmt::format("{} blocks {} chunks_per_thread {} {}", d.name, b, u, sl.str());
+          CHECK(run(p, sched, DType::bf16, {2, 67, 3 * b + 40}, 1, b, 11 + n, true, label) == 0);
+          CHECK(run(p, sched, DType::bf16, {1, 130, 4 * b}, 1, b, 12 + n, false, label) == 0);
+          ++n;
+        }
+      }
+  MESSAGE(n << " casts, " << gathered << " with one scale a lane");
+  CHECK(gathered > 0);
+  CHECK(gathered < n);
+}
+
 TEST_CASE("generic scales gpu: the peers' scale layouts (MN-major TMA-aligned FP32, packed UE8M0, GEMM_READY 2D)") {
   MXJIT_REQUIRE_GPU();
   const PeerDef dg{"deepgemm", recipes::deepgemm(e4m3, false), Saturate::none};

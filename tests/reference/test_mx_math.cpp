@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <vector>
 
 #include "backends/reference/numerics.hpp"
 #include "templates/mx_math.cuh"
@@ -132,6 +133,42 @@ TEST_CASE("mx_math: special values") {
       const double want = std::ldexp(double(p), n);
       CHECK(mx_ldexp(p, n) == float(want));  // double -> float rounds once (RNE)
     }
+  }
+}
+
+TEST_CASE("mx_math: power-of-two rounding and E8M0 reciprocals against first principles") {
+  // mx_pow2_ceil / mx_pow2_floor against frexp/ldexp in double: the nearest power of two at or
+  // above / below |x| with x's sign (above 2^127: Inf); +-0 and +-Inf stay, NaN becomes the
+  // canonical NaN. Every subnormal, every exponent with the edge significands, and a stride of
+  // the rest (the result depends on the exponent and on whether the significand is zero).
+  std::vector<uint32_t> bits;
+  for (uint32_t m = 0; m < 0x800000u; ++m) bits.insert(bits.end(), {m, m | 0x80000000u});
+  for (uint32_t e = 0; e < 512; ++e)
+    for (uint32_t m : {0u, 1u, 2u, 0x400000u, 0x400001u, 0x7ffffeu, 0x7fffffu}) bits.push_back(((e & 0xffu) << 23) | ((e >> 8) << 31) | m);
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) bits.push_back(uint32_t(b));
+  int64_t bad_ceil = 0, bad_floor = 0;
+  for (uint32_t b : bits) {
+    const float x = mx_as_float(b);
+    float want_c = x, want_f = x;
+    if (std::isnan(x)) want_c = want_f = mx_qnan();
+    else if (x != 0 && !std::isinf(x)) {
+      int e = 0;
+      const double m = std::frexp(std::fabs(double(x)), &e);  // |x| = m 2^e, m in [0.5, 1)
+      const double lo = std::ldexp(1.0, e - 1), hi = m == 0.5 ? lo : std::ldexp(1.0, e);
+      want_f = float(std::copysign(lo, double(x)));
+      want_c = float(std::copysign(hi, double(x)));  // 2^128 -> Inf
+    }
+    bad_ceil += mx_as_uint(mx_pow2_ceil(x)) != mx_as_uint(want_c);
+    bad_floor += mx_as_uint(mx_pow2_floor(x)) != mx_as_uint(want_f);
+  }
+  CHECK(bad_ceil == 0);
+  CHECK(bad_floor == 0);
+  // mx_e8m0_recip: bit for bit the IEEE quotient 1 / mx_e8m0_decode(byte) (NaN for 0xFF).
+  for (unsigned byte = 0; byte < 256; ++byte) {
+    CAPTURE(byte);
+    const float want = 1.0f / mx_e8m0_decode(byte);
+    if (byte == 255) CHECK(mx_as_uint(mx_e8m0_recip(byte)) == 0x7fc00000u);
+    else CHECK(mx_as_uint(mx_e8m0_recip(byte)) == mx_as_uint(want));
   }
 }
 
