@@ -7,6 +7,7 @@
 
 #include "codegen/emit_expr.hpp"
 #include "codegen/layout_cuda.hpp"
+#include "codegen/plan_rules.hpp"
 #include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
@@ -436,11 +437,8 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
 // The tensor input whose words the block amax of scale s can read two elements at a time (its
 // root is that bare bf16/f16 input), or -1.
 int packed_amax_input(const Ctx& x, int s, bool drop_nan) {
-  const NodePtr& rn = x.v.roots[size_t(x.v.scale_root[size_t(s)])];
-  if (rn->op != Op::input || (x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore && !drop_nan)) return -1;  // max.NaN keeps NaN
-  const int k = x.p.input_index(rn->name);
-  const DType dt = x.p.inputs()[size_t(k)].dtype;
-  return dt == DType::bf16 || dt == DType::f16 ? k : -1;
+  if (x.v.scales[size_t(s)]->amax_nan == AmaxNan::ignore && !drop_nan) return -1;  // max.NaN keeps NaN
+  return amax_words_input(x.p, x.v, s);
 }
 
 // C expression: the FP32 bits of the larger (`half` < 0: of both) 16-bit lane of packed |x| word

@@ -15,15 +15,9 @@
 
 namespace mxjit::detail {
 
-bool transposed_codes(const Ctx& x, int o) {
-  const Output& out = x.p.outputs()[size_t(o)];
-  return x.plan.direct().block_rows > 1 && out.kind == OutputKind::elems && out.layout.order(x.p.rank()).back() == x.plan.ax_r;
-}
+bool transposed_codes(const Ctx& x, int o) { return x.plan.direct().block_rows > 1 && codes_along_rows(x.p, x.plan, o); }
 
-Block2d block2d_kind(const Ctx& x, int s) {
-  const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
-  return b.size_along(x.plan.ax_r) == 1 ? Block2d::row : b.size_along(x.plan.ax_c) == 1 ? Block2d::column : Block2d::tile;
-}
+Block2d block2d_kind(const Ctx& x, int s) { return block2d_kind(block_of(x.v.scales[size_t(s)]), x.plan); }
 
 bool phase2_scale(const Ctx& x, int s) {
   const DirectPlan& d = x.plan.direct();

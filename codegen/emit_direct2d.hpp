@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "codegen/emit_common.hpp"
+#include "codegen/plan_rules.hpp"
 
 namespace mxjit::detail {
 
@@ -19,9 +20,7 @@ int words_input(const Ctx& x, int s);
 /// Whether scale s's amax ignores NaN (the packed max drops NaN lanes first).
 bool drops_nan(const Ctx& x, int s);
 
-/// A scale's block in the 2-D direct kernel's tile: all of it, one row of it (computed per chunk
-/// in phase 2, as 1-D blocks are), or one column of it (8 scales a thread, mult<s>[e]).
-enum class Block2d { tile, row, column };
+/// Scale s's block in the tile (block2d_kind of the plan layer; column blocks: mult<s>[e]).
 Block2d block2d_kind(const Ctx& x, int s);
 /// Whether scale s is computed per chunk in phase 2 (1-D blocks, the row blocks of 2-D tiles), not
 /// once before it (tensorwise, tile and column blocks).

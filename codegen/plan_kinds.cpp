@@ -15,15 +15,6 @@
 namespace mxjit::detail {
 namespace {
 
-// The bare 16-bit tensor input a scale's amax can read two elements at a time, or -1.
-int packed_input(const Pipeline& p, const ValueSet& v, int s) {
-  const NodePtr& rn = v.roots[size_t(v.scale_root[size_t(s)])];
-  if (rn->op != Op::input) return -1;
-  const int k = p.input_index(rn->name);
-  const DType dt = p.inputs()[size_t(k)].dtype;
-  return dt == DType::bf16 || dt == DType::f16 ? k : -1;
-}
-
 // True when scale s has a scales output of FP32 scales.
 bool f32_scales_output(const Pipeline& p, const ValueSet& v, int s) {
   for (size_t o = 0; o < p.outputs().size(); ++o)
@@ -32,8 +23,6 @@ bool f32_scales_output(const Pipeline& p, const ValueSet& v, int s) {
 }
 
 }  // namespace
-
-int amax_words_input(const Pipeline& p, const ValueSet& v, int s) { return packed_input(p, v, s); }
 
 bool columns_rowwise(const ValueSet& v, int ax_c) {
   for (const NodePtr& sn : v.scales)
@@ -99,14 +88,12 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   d.tensorwise = tensorwise(p, v);
   int64_t bsize = 8;
   // 2-D blocks (direct2d_applies): some block spans rows; the tile is the largest extents.
-  int64_t brows = 1;
-  if (!d.tensorwise && plan.ax_r >= 0)
-    for (const NodePtr& n : v.scales) brows = std::max(brows, block_of(n).size_along(plan.ax_r));
+  const int64_t brows = !d.tensorwise && plan.ax_r >= 0 ? tile2d(v, plan).rows : 1;
   const bool two_d = brows > 1;
-  if (!d.tensorwise) {
-    if (two_d) bsize = 1;
-    for (const NodePtr& n : v.quantizes) bsize = two_d ? std::max(bsize, block_of(n).size_along(plan.ax_c)) : block_of(n).size_along(plan.ax_c);
-    for (const NodePtr& n : v.scales) bsize = two_d ? std::max(bsize, block_of(n).size_along(plan.ax_c)) : block_of(n).size_along(plan.ax_c);
+  if (two_d) bsize = tile2d(v, plan).cols;
+  else if (!d.tensorwise) {  // direct_applies: one block size along ax_c
+    for (const NodePtr& n : v.quantizes) bsize = block_of(n).size_along(plan.ax_c);
+    for (const NodePtr& n : v.scales) bsize = block_of(n).size_along(plan.ax_c);
   }
   d.block_cols = int(bsize);
   d.lanes_per_block = int(bsize / 8);
@@ -151,7 +138,7 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   for (int si = 0; si < int(v.scales.size()); ++si) {
     const NodePtr& sn = v.scales[size_t(si)];
     const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
-    const int k = packed_input(p, v, si);
+    const int k = amax_words_input(p, v, si);
     const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
     // A scale definition that flags no block (nan_if, zero_if never), stored only from its owner
     // lanes: one scale computation a lane instead of U, the multiplier fetched by one shuffle a
@@ -169,7 +156,7 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   }
   for (const NodePtr& q : v.quantizes) {
     const int si = v.quantize_scale[size_t(&q - v.quantizes.data())];
-    const int k = packed_input(p, v, si);
+    const int k = amax_words_input(p, v, si);
     const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
     const bool e8m0 = mx_e8m0(*q->args[1]);
     // E2M1 from the bf16 words by bf16x2 arithmetic (sm_90, no FP4 cvt): nearest-even, no flush.
@@ -193,20 +180,21 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     d.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : 8;
     const int rows_a_round = d.block_rows / d.chunks_per_thread;
     plan.threads = G * rows_a_round;
-    if (d.block_rows % d.chunks_per_thread || plan.threads < 32 || plan.threads > 1024 || (plan.threads & (plan.threads - 1)))
+    if (d.block_rows % d.chunks_per_thread || plan.threads < 32 || plan.threads > kDirect2dMaxThreads ||
+        (plan.threads & (plan.threads - 1)))
       throw UsageError(fmt::format("schedule: chunks_per_thread {} must divide the block's {} rows into rounds of {} lanes each, "
-                                   "32..1024 threads a power of two", d.chunks_per_thread, d.block_rows, G));
-    for (const Output& o : p.outputs())
-      if (o.kind == OutputKind::elems && o.layout.order(p.rank()).back() == plan.ax_r && d.chunks_per_thread != 8)
+                                   "32..{} threads a power of two", d.chunks_per_thread, d.block_rows, G, kDirect2dMaxThreads));
+    for (int o = 0; o < int(p.outputs().size()); ++o)
+      if (codes_along_rows(p, plan, o) && d.chunks_per_thread != 8)
         throw UsageError(fmt::format("schedule: chunks_per_thread {} with codes output '{}' transposed must be 8 (8x8 byte transposes)",
-                                     d.chunks_per_thread, o.name));
+                                     d.chunks_per_thread, p.outputs()[size_t(o)].name));
     if (s.threads && s.threads != plan.threads)
       throw UsageError(fmt::format("schedule: threads {} of the direct kernel with {}x{} blocks must be {} (one CTA a block, {} rows a "
                                    "thread)", s.threads, d.block_rows, d.block_cols, plan.threads, d.chunks_per_thread));
     // Eight 16-byte chunks a thread held across the block amax: 4 CTAs of 256 threads (<= 64
     // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80).
     bool columns = false;
-    for (const NodePtr& n : v.scales) columns = columns || block_of(n).size_along(plan.ax_c) == 1;
+    for (const NodePtr& n : v.scales) columns = columns || block2d_kind(block_of(n), plan) == Block2d::column;
     plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : std::max(1, (columns ? 768 : 1024) / plan.threads);
     d.scatter_scales.assign(v.scales.size(), false);
     d.e2m1_words.assign(v.quantizes.size(), false);
@@ -251,7 +239,7 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
     const BlockSpec& b = block_of(v.scales[size_t(si)]);
     const bool along_r = b.axes[0] == plan.ax_r;
     const int items = along_r ? 8 : c.rows_per_thread, lanes = along_r ? int(b.sizes[0] / c.rows_per_thread) : 4;
-    c.scatter_scales.push_back(packed_input(p, v, si) >= 0 && lanes >= 2 && items % lanes == 0 &&
+    c.scatter_scales.push_back(amax_words_input(p, v, si) >= 0 && lanes >= 2 && items % lanes == 0 &&
                                mx_e8m0(*v.scales[size_t(si)]) && !f32_scales_output(p, v, si));
   }
   plan.smem_bytes = c.stages > 1 ? c.stages * columns_slot_bytes(c) : 0;

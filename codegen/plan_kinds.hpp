@@ -29,9 +29,6 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
 RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
                    const StrideClass& sc);
 
-/// The bare 16-bit tensor input whose loaded words give scale s's amax two elements at a time
-/// (max.NaN.bf16x2 / f16x2: the scale's root is that input), or -1.
-int amax_words_input(const Pipeline& p, const ValueSet& v, int s);
 /// True when a scale's blocks run along ax_c (the row-wise half of a columns kernel's dim0+dim1).
 bool columns_rowwise(const ValueSet& v, int ax_c);
 

@@ -230,18 +230,42 @@ bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan) {
   return true;
 }
 
+int amax_words_input(const Pipeline& p, const ValueSet& v, int s) {
+  const NodePtr& rn = v.roots[size_t(v.scale_root[size_t(s)])];
+  if (rn->op != Op::input) return -1;
+  const int k = p.input_index(rn->name);
+  const DType dt = p.inputs()[size_t(k)].dtype;
+  return dt == DType::bf16 || dt == DType::f16 ? k : -1;
+}
+
+Tile2d tile2d(const ValueSet& v, const Plan& plan) {
+  Tile2d t;
+  for (const NodePtr& s : v.scales) {
+    t.rows = std::max(t.rows, block_of(s).size_along(plan.ax_r));
+    t.cols = std::max(t.cols, block_of(s).size_along(plan.ax_c));
+  }
+  return t;
+}
+
+Block2d block2d_kind(const BlockSpec& b, const Plan& plan) {
+  return b.size_along(plan.ax_r) == 1 ? Block2d::row : b.size_along(plan.ax_c) == 1 ? Block2d::column : Block2d::tile;
+}
+
+bool codes_along_rows(const Pipeline& p, const Plan& plan, int o) {
+  const Output& out = p.outputs()[size_t(o)];
+  return out.kind == OutputKind::elems && out.layout.order(p.rank()).back() == plan.ax_r;
+}
+
 bool direct2d_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc) {
   if (plan.ax_r < 0 || v.scales.empty()) return false;
   for (int a = 0; a < p.rank(); ++a)  // ax_r the innermost row axis: a block's rows are consecutive rows
     if (a != plan.ax_c && a > plan.ax_r) return false;
   // The CTA's tile: the largest block extents; each block is the tile, one row of it (1 x bc) or
   // one column (br x 1), and some block spans rows and some columns.
-  int64_t br = 1, bc = 1;
-  for (const NodePtr& s : v.scales) {
+  for (const NodePtr& s : v.scales)
     if (block_of(s).jagged()) return false;
-    br = std::max(br, block_of(s).size_along(plan.ax_r));
-    bc = std::max(bc, block_of(s).size_along(plan.ax_c));
-  }
+  const Tile2d tile = tile2d(v, plan);
+  const int64_t br = tile.rows, bc = tile.cols;
   if (br == 1 || bc == 1) return false;
   auto fits = [&](const NodePtr& n) {
     const BlockSpec& b = block_of(n);
@@ -254,23 +278,20 @@ bool direct2d_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, co
   for (size_t i = 0; i < v.quantizes.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (v.quantize_scale[i] == v.quantize_scale[j] && !(v.quantizes[i]->elem == v.quantizes[j]->elem)) return false;
-  for (const NodePtr& s : v.scales) {
-    if (!fits(s) || tensor_amax_of(*s)) return false;
-    const NodePtr& rn = v.roots[size_t(v.scale_root[size_t(&s - v.scales.data())])];
-    if (rn->op != Op::input) return false;
-    const int k = p.input_index(rn->name);
-    const DType dt = p.inputs()[size_t(k)].dtype;
-    if ((dt != DType::bf16 && dt != DType::f16) || !sc.vector_along(size_t(k), plan.ax_c)) return false;
+  for (int s = 0; s < int(v.scales.size()); ++s) {
+    if (!fits(v.scales[size_t(s)]) || tensor_amax_of(*v.scales[size_t(s)])) return false;
+    const int k = amax_words_input(p, v, s);
+    if (k < 0 || !sc.vector_along(size_t(k), plan.ax_c)) return false;
   }
   if (bc % 8 != 0 || bc / 8 > 32 || br % 8 != 0) return false;
   const int64_t threads = bc / 8 * (br / 8);
-  if (threads < 32 || threads > 512 || (threads & (threads - 1))) return false;
-  for (const Output& o : p.outputs()) {
+  if (threads < 32 || threads > kDirect2dMaxThreads || (threads & (threads - 1))) return false;
+  for (size_t i = 0; i < p.outputs().size(); ++i) {
+    const Output& o = p.outputs()[i];
     const bool data = o.kind == OutputKind::elems || o.kind == OutputKind::values;
-    const int inner = data ? o.layout.order(p.rank()).back() : -1;
     // Codes transposed (ax_r innermost) through a shared tile: 8-bit codes, 16-row granule pairs.
-    const bool transposed = o.kind == OutputKind::elems && inner == plan.ax_r && !v.quantizes[size_t(v.output_index[size_t(&o - p.outputs().data())])]->elem.packed() && br % 16 == 0;
-    if (data && inner != plan.ax_c && !transposed) return false;
+    const bool transposed = codes_along_rows(p, plan, int(i)) && !v.quantizes[size_t(v.output_index[i])]->elem.packed() && br % 16 == 0;
+    if (data && o.layout.order(p.rank()).back() != plan.ax_c && !transposed) return false;
     if (generic_layout(o) || (o.kind == OutputKind::scales && (is_blocked(o.layout) || o.layout.grouped()))) return false;
   }
   return true;
@@ -338,8 +359,8 @@ bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& pla
 }
 
 bool jagged_codes_along_rows(const Pipeline& p, const Plan& plan) {
-  for (const Output& o : p.outputs())
-    if (o.kind == OutputKind::elems && o.layout.order(p.rank()).back() == plan.ax_r) return true;
+  for (int o = 0; o < int(p.outputs().size()); ++o)
+    if (codes_along_rows(p, plan, o)) return true;
   return false;
 }
 

@@ -44,11 +44,31 @@ void choose_axes(const Pipeline& p, const ValueSet& v, const StrideClass& sc, Pl
 /// True when the direct kernel applies: every block and every code output runs along ax_c, one
 /// block size, a multiple of 8 of at most 256 elements.
 bool direct_applies(const Pipeline& p, const ValueSet& v, const Plan& plan);
+/// The bare 16-bit tensor input whose loaded words give scale s's amax two elements at a time
+/// (max.bf16x2 / f16x2 on |x| words: the scale's root is that bf16/f16 input), or -1.
+int amax_words_input(const Pipeline& p, const ValueSet& v, int s);
+
+/// The most threads a CTA of the 2-D direct kernel takes (one block a CTA).
+inline constexpr int kDirect2dMaxThreads = 512;
+/// The 2-D direct kernel's tile over (ax_r, ax_c): the largest block extents of the scales.
+struct Tile2d {
+  int64_t rows = 1, cols = 1;
+};
+Tile2d tile2d(const ValueSet& v, const Plan& plan);
+/// A scale's block in the 2-D direct kernel's tile: all of it, one row of it (computed per chunk
+/// in phase 2, as 1-D blocks are), or one column of it (8 scales a thread).
+enum class Block2d { tile, row, column };
+Block2d block2d_kind(const BlockSpec& b, const Plan& plan);
+/// Whether codes output o runs along ax_r (rows innermost): in the 2-D direct kernel, codes stored
+/// transposed through a shared tile.
+bool codes_along_rows(const Pipeline& p, const Plan& plan, int o);
+
 /// True when the direct kernel applies with 2-D blocks (DirectPlan::block_rows): one block shape
 /// over ax_r (the innermost row axis) and ax_c, block_cols a multiple of 8 of at most 256,
-/// block_rows a multiple of 8 with 32..512 threads (a power of two) at 8 rows a thread; every
-/// scale's amax of a bare bf16/f16 input read with 16-byte loads; no tensor amax; scales in
-/// linear or strided layouts (not blocked, grouped or generic); codes and values along ax_c.
+/// block_rows a multiple of 8 with 32..kDirect2dMaxThreads threads (a power of two) at 8 rows a
+/// thread; every scale's amax of a bare bf16/f16 input read with 16-byte loads; no tensor amax;
+/// scales in linear or strided layouts (not blocked, grouped or generic); codes and values along
+/// ax_c, or byte codes along ax_r (transposed) where block_rows is a multiple of 16.
 bool direct2d_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, const StrideClass& sc);
 /// True when the columns kernel applies: one 2-byte tensor input read with 16-byte loads along
 /// ax_c, 1-D E8M0/FP32 blocks of 16..128 along ax_r (at least one) or of 32 along ax_c, only codes
