@@ -305,6 +305,8 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
   }
   if (pl.direct().pad_rows > 1 && ra.size() > 1)
     f.indices += fmt::format("{0}{1} = {1} && {2} < P.shape[{3}];  // not a padding row\n", ind, ok, ixa(ra.back()), ra.back());
+  if (pl.direct().block_rows > 1)  // 2-D blocks: rows rb0 + u of the CTA's block row (emit_direct_kernel)
+    f.row_ok = fmt::format("{0}const mx_i64 row = row0 + u;\n{0}{1} = gi < rows && rb0 + u < P.shape[{2}];\n", ind, ok, pl.ax_r);
   return f;
 }
 
@@ -640,9 +642,7 @@ void emit_direct_kernel(Ctx& x) {
   }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   const RowFrame f = row_frame(x, all_vec, "ok[u]", "ix{}_[u]", "    ");
-  const std::string row_ok =
-      Br > 1 ? fmt::format("    const mx_i64 row = row0 + u;\n    ok[u] = gi < rows && rb0 + u < P.shape[{}];\n", pl.ax_r) : f.row_ok;
-  x.out += row_ok + "    cc_[u] = cc0;\n" + f.indices;
+  x.out += f.row_ok + "    cc_[u] = cc0;\n" + f.indices;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
   for (size_t i = 0; i < dqs.size(); ++i) emit_dequant_loads(x, dqs[i], int(i));

@@ -135,33 +135,37 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // loaded words and its codes are software-encoded: those casts are bound by the ALU pipe on
   // sm_90; FP8 through the hardware cvt is not, and there the registers cost more
   // (docs/perf-log.md#direct-scatter-scales).
-  for (int si = 0; si < int(v.scales.size()); ++si) {
-    const NodePtr& sn = v.scales[size_t(si)];
-    const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
+  // A scale definition that flags no block (nan_if, zero_if never), stored only from its owner
+  // lanes: one scale computation a lane instead of U, the multiplier fetched by one shuffle a
+  // chunk; also where the lanes outnumber the rows (G / U lanes share a row).
+  const auto amax_words = [&](int si) {
     const int k = amax_words_input(p, v, si);
-    const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
-    // A scale definition that flags no block (nan_if, zero_if never), stored only from its owner
-    // lanes: one scale computation a lane instead of U, the multiplier fetched by one shuffle a
-    // chunk; also where the lanes outnumber the rows (G / U lanes share a row).
-    bool owned = generic_scale(*sn) && sn->args.at(kScaleNanIf)->op == Op::never && sn->args.at(kScaleZeroIf)->op == Op::never;
+    return k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
+  };
+  const auto gathered = [&](int si, int lanes, int rows) {
+    const NodePtr& sn = v.scales[size_t(si)];
+    if (!generic_scale(*sn) || sn->args.at(kScaleNanIf)->op != Op::never || sn->args.at(kScaleZeroIf)->op != Op::never) return false;
     for (size_t o = 0; o < p.outputs().size(); ++o) {
       const Output& out = p.outputs()[o];
       if (out.kind == OutputKind::scales && v.output_index[o] == si && (mxjit::detail::is_blocked(out.layout) || out.layout.grouped()))
-        owned = false;
+        return false;
     }
-    const bool gathered = words && G > 1 && owned && (U % G == 0 || G % U == 0);
-    d.scatter_scales.push_back((words && G > 1 && mx_e8m0(*sn) && !cvt && U % G == 0) || gathered);
+    return amax_words(si) && lanes > 1 && (rows % lanes == 0 || lanes % rows == 0);
+  };
+  for (int si = 0; si < int(v.scales.size()); ++si) {
+    const NodePtr& sn = v.scales[size_t(si)];
+    const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
+    d.scatter_scales.push_back((amax_words(si) && G > 1 && mx_e8m0(*sn) && !cvt && U % G == 0) || gathered(si, G, U));
     // The gathered multipliers and the owners' stores spill at 32 registers: 6 CTAs per SM (<= 40).
-    if (gathered && !s.ctas_per_sm) plan.ctas_per_sm = std::min(plan.ctas_per_sm, 6);
+    if (gathered(si, G, U) && !s.ctas_per_sm) plan.ctas_per_sm = std::min(plan.ctas_per_sm, 6);
   }
   for (const NodePtr& q : v.quantizes) {
     const int si = v.quantize_scale[size_t(&q - v.quantizes.data())];
     const int k = amax_words_input(p, v, si);
-    const bool words = k >= 0 && sc.vector_along(size_t(k), plan.ax_c);
     const bool e8m0 = mx_e8m0(*q->args[1]);
     // E2M1 from the bf16 words by bf16x2 arithmetic (sm_90, no FP4 cvt): nearest-even, no flush.
     const bool w = target.sm() >= 90 && !target.hw_fp4_fp6() && q->elem == e2m1 && q->round == Round::nearest_even &&
-                   !q->flush_subnormals && e8m0 && words && p.inputs()[size_t(k)].dtype == DType::bf16;
+                   !q->flush_subnormals && e8m0 && amax_words(si) && p.inputs()[size_t(k)].dtype == DType::bf16;
     d.e2m1_words.push_back(w);
     // NVFP4 without the FP4 cvt: 8 codes at once where the multiplier is finite.
     d.eight_at_once.push_back(!w && q->elem == e2m1 && q->round == Round::nearest_even && !target.hw_fp4_fp6() && !e8m0 &&
@@ -196,7 +200,10 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     bool columns = false;
     for (const NodePtr& n : v.scales) columns = columns || block2d_kind(block_of(n), plan) == Block2d::column;
     plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : std::max(1, (columns ? 768 : 1024) / plan.threads);
-    d.scatter_scales.assign(v.scales.size(), false);
+    // Row blocks of the tile (1 x block_cols) as 1-D blocks: one scale a lane where gathered.
+    for (int si = 0; si < int(v.scales.size()); ++si)
+      d.scatter_scales[size_t(si)] = block2d_kind(block_of(v.scales[size_t(si)]), plan) == Block2d::row &&
+                                     gathered(si, d.lanes_per_block, d.chunks_per_thread);
     d.e2m1_words.assign(v.quantizes.size(), false);
     d.eight_at_once.assign(v.quantizes.size(), false);
     d.row_step = 1;

@@ -177,7 +177,13 @@ TEST_CASE("direct 2-D blocks: variants compile for sm_90a and sm_100a, no spills
   CHECK(ds.find("keep1[w] |= (f == 0u ? 255u : 0u) << (8 * j);") != std::string::npos);
   CHECK(ds.find("mult1[e]") != std::string::npos);
   CHECK(ds.find("if (rt == 0u && ok[0]) {  // scales 's_t'") != std::string::npos);
-  CHECK(ds.find("__shfl_xor_sync(0xffffffffu, m, 8)") > ds.find("// Phase 2"));  // the row blocks' amax, per chunk
+  // The row blocks' amaxes: reduce-scattered before phase 2 (8 rows over 16 lanes: one scale a
+  // lane, 2 lanes a row, the first stores it); the column blocks' through shared memory.
+  CHECK(plan_of(dual).direct().scatter_scales == std::vector<bool>{true, false});
+  const size_t rs = ds.find("reduce-scatter over the block's lanes, xors 8, 4, 2, 1");
+  REQUIRE(rs != std::string::npos);
+  CHECK(rs < ds.find("// Phase 2"));
+  CHECK(ds.find("if (okr && (lane & 1) == 0)") != std::string::npos);
   CHECK(test::compile_variants(vs) == 2 * int(vs.size()));
   CHECK(test::spill_bytes(tiles(128, 128), default_stride_class(tiles(128, 128))) == 0);
   CHECK(test::spill_bytes(tiles(128, 128, DType::bf16, 2, layout::row_major(), layout::linear(), recipes::torchao_blockwise(e4m3)),
