@@ -370,10 +370,10 @@ std::string kernel_name(const Pipeline& p, const Plan& plan, const Target& targe
   std::string dims;
   for (const NodePtr& sn : v.scales) {
     const BlockSpec& b = block_of(sn);
-    std::string d = b.jagged()                  ? "groups"
-                    : whole_tensor(b, p.rank()) ? "tensorwise"
-                    : b.axes.size() == 1        ? fmt::format("dim{}", p.rank() - 1 - b.axes[0])
-                                                : "blocks2d";
+    std::string d = b.jagged()                ? "groups"
+                    : b.whole_tensor(p.rank()) ? "tensorwise"
+                    : b.axes.size() == 1      ? fmt::format("dim{}", p.rank() - 1 - b.axes[0])
+                                              : "blocks2d";
     if (dims.find(d) == std::string::npos) dims += d;
   }
   words.push_back(dims.empty() ? "values" : dims);

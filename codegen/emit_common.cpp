@@ -40,9 +40,6 @@ bool has_grouped_layout(const Pipeline& p) {
   return false;
 }
 
-namespace {
-
-/// Output o's grouped layout is by rows with one scale per domain row, rows on the tile's row axis.
 bool grouped_one_per_row(const Ctx& x, int o) {
   const Output& out = x.p.outputs().at(size_t(o));
   if (!out.layout.grouped() || out.dtype != DType::u8 || x.p.input_index(out.layout.group_offsets()) < 0) return false;
@@ -50,8 +47,6 @@ bool grouped_one_per_row(const Ctx& x, int o) {
   const int ra = blocked_axes(block_of(sn), x.plan.rank).first, ga = out.layout.group_axis();
   return ga == ra && ra == x.plan.ax_r && block_of(sn).size_along(ga) == 1;
 }
-
-}  // namespace
 
 std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, const std::string& var) {
   if (!grouped_one_per_row(x, o)) return "";

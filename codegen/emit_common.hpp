@@ -133,9 +133,13 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
                                 const std::string& val, const std::string& indent, const std::string& ptr = "",
                                 const std::string& placed = "");
 
+/// True when output o's layout is grouped by rows with one scale per domain row along the tile's
+/// row axis: then the warp can find each scale row's padded row once (grouped_rows_place) instead
+/// of walking the groups per scale.
+bool grouped_one_per_row(const Ctx& x, int o);
 /// The line declaring `var`, the padded row of scale row `row` of output o (grouped by rows with
 /// one scale per domain row along the tile's row axis), found by the whole warp together
-/// (mx_grouped_rows_place): emitted where every lane runs it. Empty for other layouts.
+/// (mx_grouped_rows_place): emitted where every lane runs it. Empty unless grouped_one_per_row.
 std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, const std::string& var);
 /// Writes the scales of output `o` for the CTA's tile from shared memory (s<i>_info: the byte in
 /// the low 8 bits; s<i>_val: the FP32 scale; index (scale row in tile) * (tile_c / block cols) +

@@ -202,7 +202,7 @@ void emit_scale_store(Ctx& x, int o, int s) {
                          t, o, mxjit::detail::blocked_atom(out.layout).first, mxjit::detail::blocked_atom(out.layout).second, pl.direct().block_cols, val, t);
     return;
   }
-  const bool placed = out.layout.grouped() && !grouped_rows_place(x, o, "", "").empty();
+  const bool placed = grouped_one_per_row(x, o);
   x.out += fmt::format("    if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.direct().lanes_per_block);
   x.out += fmt::format("      {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
   x.out += fmt::format("      const int C = cc / {};\n", pl.direct().block_cols);
@@ -446,7 +446,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   // chunk l % U (here every lane runs), then chunk u takes lane u's.
   std::vector<int> placed;
   for (size_t o = 0; o < x.p.outputs().size(); ++o)
-    if (!grouped_rows_place(x, int(o), "", "").empty()) placed.push_back(int(o));
+    if (grouped_one_per_row(x, int(o))) placed.push_back(int(o));
   if (!placed.empty()) {
     x.out += fmt::format("  mx_i64 grow_ = ix{}_[0];  // the row lane l searches: chunk l % {}'s\n", pl.ax_r, U);
     for (int u = 1; u < U; ++u) x.out += fmt::format("  if ((threadIdx.x & 31u) % {}u == {}u) grow_ = ix{}_[{}];\n", U, u, pl.ax_r, u);

@@ -92,16 +92,9 @@ void check_rows_runs(const Pipeline& p, const ValueSet& v) {
   }
 }
 
-bool whole_tensor(const BlockSpec& b, int rank) {
-  if (b.jagged() || int(b.axes.size()) != rank) return false;
-  for (int64_t size : b.sizes)
-    if (size != kWholeAxis) return false;
-  return true;
-}
-
 bool tensorwise(const Pipeline& p, const ValueSet& v) {
   for (const NodePtr& sn : v.scales)
-    if (whole_tensor(block_of(sn), p.rank())) return true;
+    if (block_of(sn).whole_tensor(p.rank())) return true;
   return false;
 }
 
@@ -114,7 +107,7 @@ void check_tensorwise_runs(const Pipeline& p, const ValueSet& v) {
   };
   for (size_t s = 0; s < v.scales.size(); ++s) {
     const NodePtr& sn = v.scales[s];
-    if (!whole_tensor(block_of(sn), p.rank()))
+    if (!block_of(sn).whole_tensor(p.rank()))
       refuse(fmt::format("when every scale is tensorwise (here {} beside a tensorwise scale; split the pipeline)",
                          block_of(sn).str()));
     if (tensor_amax_of(*sn)) refuse("without a two-level (NVFP4) scale");

@@ -19,9 +19,7 @@ int whole_axis(const ValueSet& v);
 /// (FP4 codes are packed along their block axis: the DSL's rule.)
 void check_rows_runs(const Pipeline& p, const ValueSet& v);
 
-/// True when `b` blocks every axis of a rank-`rank` domain whole: one block, the whole tensor.
-bool whole_tensor(const BlockSpec& b, int rank);
-/// True when some scale of `v` is tensorwise (whole_tensor on the domain of `p`).
+/// True when some scale of `v` is tensorwise (BlockSpec::whole_tensor on the domain of `p`).
 bool tensorwise(const Pipeline& p, const ValueSet& v);
 /// Refuses the tensorwise casts the GPU does not run, naming the rule: every scale tensorwise,
 /// of one value under one AmaxNan (one pre-pass), no NVFP4; code and scale outputs only, byte

@@ -92,6 +92,13 @@ bool BlockSpec::whole() const {
   return false;
 }
 
+bool BlockSpec::whole_tensor(int rank) const {
+  if (jagged() || int(axes.size()) != rank) return false;
+  for (int64_t s : sizes)
+    if (s != kWholeAxis) return false;
+  return true;
+}
+
 std::string BlockSpec::str() const {
   auto size = [](int64_t s) { return s == kWholeAxis ? std::string("whole") : std::to_string(s); };
   if (jagged()) return fmt::format("groups({},{})", axes.at(0), offsets);

@@ -141,6 +141,9 @@ struct BlockSpec {
   bool blocks_axis(int axis) const;
   /// True when some axis is blocked whole (kWholeAxis).
   bool whole() const;
+  /// True when every axis of a rank-`rank` domain is blocked whole: one block, the whole tensor
+  /// (a tensorwise scale, whose amax the GPU takes from a pre-pass into the kernel's workspace).
+  bool whole_tensor(int rank) const;
   std::string str() const;
   friend bool operator==(const BlockSpec&, const BlockSpec&) = default;
 };

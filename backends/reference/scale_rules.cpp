@@ -9,26 +9,29 @@
 
 #include "dsl/errors.hpp"
 #include "backends/reference/numerics.hpp"
+#include "backends/reference/scale_expr.hpp"
 #include "templates/mx_math.cuh"
 
 namespace mxjit::reference {
 namespace {
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
 uint8_t clamp_biased(int64_t e) {
   e += 127;
   return uint8_t(e < 0 ? 0 : (e > 254 ? 254 : e));
 }
 
-/// floor/ceil log2 of an FP32 as an FP32, for scale expressions: NaN and negative -> NaN,
-/// 0 -> -Inf, +Inf -> +Inf.
-float log2_node(float x, bool ceil) {
-  if (std::isnan(x) || x < 0) return kNaN;
-  if (x == 0) return -kInf;
-  if (std::isinf(x)) return kInf;
-  return float(ceil ? ceil_log2(x) : floor_log2(x));
+/// The ops of a custom E8M0 exponent in the first-principles reading: a subset of what
+/// eval_scale_value evaluates (no tensor amax, stored scale, conditions or exp2 here).
+void require_exponent_ops(const Node& n) {
+  switch (n.op) {
+    case Op::amax_var: case Op::constant: case Op::add: case Op::sub: case Op::mul: case Op::div:
+    case Op::max: case Op::min: case Op::neg: case Op::abs: case Op::floor_log2: case Op::ceil_log2: break;
+    default:
+      throw UsageError(fmt::format("custom scale expression: '{}' is not allowed in a scale expression (use "
+                                   "amax_var(), constants, + - * /, max, min, abs, floor_log2, ceil_log2)",
+                                   op_name(n.op)));
+  }
+  for (const NodePtr& a : n.args) require_exponent_ops(*a);
 }
 
 }  // namespace
@@ -95,25 +98,8 @@ uint8_t e8m0_scale_byte(ScaleRule rule, NanPolicy policy, ElemFormat elem, float
 }
 
 float eval_scale_expression(const NodePtr& n, float amax) {
-  auto arg = [&](size_t i) { return eval_scale_expression(n->args.at(i), amax); };
-  switch (n->op) {
-    case Op::amax_var: return amax;
-    case Op::constant: return float(n->value);
-    case Op::add: return mx_fadd(arg(0), arg(1));
-    case Op::sub: return mx_fsub(arg(0), arg(1));
-    case Op::mul: return mx_fmul(arg(0), arg(1));
-    case Op::div: return mx_fdiv(arg(0), arg(1));
-    case Op::max: return mx_fmax_nan(arg(0), arg(1));
-    case Op::min: return mx_fmin_nan(arg(0), arg(1));
-    case Op::neg: return -arg(0);
-    case Op::abs: return mx_fabs(arg(0));
-    case Op::floor_log2: return log2_node(arg(0), false);
-    case Op::ceil_log2: return log2_node(arg(0), true);
-    default: break;
-  }
-  throw UsageError(fmt::format("custom scale expression: '{}' is not allowed in a scale expression (use "
-                               "amax_var(), constants, + - * /, max, min, abs, floor_log2, ceil_log2)",
-                               op_name(n->op)));
+  require_exponent_ops(*n);
+  return eval_scale_value(n, ScaleVars{amax, 0.0f, 0.0f});
 }
 
 uint8_t e8m0_byte_from_exponent(float e) {

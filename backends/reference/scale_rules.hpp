@@ -25,7 +25,8 @@ uint8_t e8m0_scale_byte(ScaleRule rule, NanPolicy policy, ElemFormat elem, float
 int e8m0_rule_exponent(ScaleRule rule, ElemFormat elem, float amax);
 
 /// Evaluates a custom scale expression (amax_var, constants, + - * /, max, min, neg, abs,
-/// floor_log2, ceil_log2) in FP32 for a block amax. Throws UsageError on any other node.
+/// floor_log2, ceil_log2) in FP32 for a block amax, by eval_scale_value (scale_expr.hpp), the
+/// reference's one evaluator. Throws UsageError on any other node, before evaluating.
 float eval_scale_expression(const NodePtr& expr, float amax);
 
 /// The byte of an unbiased exponent value from a custom rule: NaN -> 0xFF; otherwise

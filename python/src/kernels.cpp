@@ -206,16 +206,13 @@ Views make_views(const Pipeline& p, nb::handle ptrs, nb::handle shapes, nb::hand
 }
 
 // The tensor-amax scratch `p` needs (as Kernel::workspace_bytes decides it from the plan's
-// pre-pass): NVFP4's tensor amax, or a tensorwise scale's (blocks whole on every axis, the
-// planner's whole_tensor rule) one block amax.
+// pre-pass): NVFP4's tensor amax, or a tensorwise scale's (BlockSpec::whole_tensor, the planner's
+// rule) one block amax.
 size_t pipeline_workspace_bytes(const Pipeline& p) {
   for (const Output& o : p.outputs()) {
     if (o.kind != OutputKind::scales && o.kind != OutputKind::elems) continue;
     const NodePtr& sn = o.kind == OutputKind::scales ? o.node : o.node->args[1];
-    const BlockSpec& b = block_of(sn);
-    const bool tensorwise = !b.jagged() && int(b.axes.size()) == p.rank() &&
-                            std::all_of(b.sizes.begin(), b.sizes.end(), [](int64_t s) { return s == kWholeAxis; });
-    if (tensor_amax_of(*sn) || tensorwise) return 4;
+    if (tensor_amax_of(*sn) || block_of(sn).whole_tensor(p.rank())) return 4;
   }
   return 0;
 }

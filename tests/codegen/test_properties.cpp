@@ -4,6 +4,7 @@
 // where the plan chose them. The exact text is the goldens' business (test_golden.cpp).
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 
 #include "codegen/emit.hpp"
@@ -21,14 +22,16 @@ struct Built {
   int spill_stores = -1;
 };
 
-// PTX and the ptxas report of `spec` on `arch` (one NVRTC compile).
-Built build(const std::string& spec, const char* arch = "sm_90a", const Schedule& s = {}) {
+// PTX and the ptxas report of `spec` on `arch` (one NVRTC compile), for stride class `sc`
+// (default_stride_class when empty).
+Built build(const std::string& spec, const char* arch = "sm_90a", const Schedule& s = {},
+            const std::optional<StrideClass>& sc = {}) {
   const Pipeline p = parse_pipeline(spec);
   CompileOptions o;
   o.want_ptx = true;
   o.resource_usage = true;
   o.schedule = s;
-  const CompiledKernel k = compile(p, Target::parse(arch), default_stride_class(p), o);
+  const CompiledKernel k = compile(p, Target::parse(arch), sc ? *sc : default_stride_class(p), o);
   Built b{k.ptx, k.log, k.plan};
   const size_t at = k.log.find("bytes spill stores");
   REQUIRE_MESSAGE(at != std::string::npos, "no ptxas report in: " << k.log);
@@ -78,6 +81,39 @@ TEST_CASE("columns kernel: 16-byte loads of 256-byte L2 blocks, 16-byte column s
   CHECK(has(r.ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
   CHECK(has(r.ptx, "mbarrier.try_wait.parity"));
   CHECK(r.spill_stores == 0);
+}
+
+TEST_CASE("columns kernel, dim0+dim1 without bulk copies: 256-byte L2 loads, a barrier, 16-byte line copy-out") {
+  // Linear scales on sm_90a, blocked ones before sm_90: the staged code lines leave 16 bytes a
+  // lane after the tile's barrier, no bulk copy or async-proxy fence.
+  const std::string linear = "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e4m3 rceil blocks(0,32) q:col_major";
+  const std::string blocked =
+      "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) s:blocked128x4 ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4";
+  for (const auto& [spec, arch] : {std::pair{linear, "sm_90a"}, std::pair{blocked, "sm_89"}}) {
+    CAPTURE(spec);
+    CAPTURE(arch);
+    const Built b = build(spec, arch);
+    CHECK(b.plan.kind == KernelKind::columns);
+    CHECK(!b.plan.columns().bulk_copy_out);
+    CHECK(has(b.ptx, "ld.global.nc.L2::256B.v4.u32"));
+    CHECK((has(b.ptx, "bar.sync") || has(b.ptx, "barrier.sync")));
+    CHECK(has(b.ptx, "st.global.v4.u32"));
+    CHECK(!has(b.ptx, "cp.async.bulk"));
+    CHECK(!has(b.ptx, "fence.proxy.async"));
+  }
+}
+
+// Regression: a schedule's 8 rows per thread (meant for the columns kernel) also reaches the tiled
+// kernel, which runs the cast where the input's rows are not 16-byte aligned; its whole column
+// chunks of 8 codes had no store at all for aligned chunks (the 16-byte loop ran zero times).
+TEST_CASE("tiled kernel, 8 rows per thread: whole column chunks of codes leave by 8-byte stores") {
+  const std::string d1 = "bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major";
+  StrideClass unaligned = default_stride_class(parse_pipeline(d1));
+  unaligned.aligned[0] = false;
+  const Built t = build(d1, "sm_90a", Schedule{.rows_per_thread = 8}, unaligned);
+  CHECK(t.plan.kind == KernelKind::tiled);
+  CHECK(has(t.ptx, "st.global.v2.u32"));
+  CHECK(t.spill_stores == 0);
 }
 
 TEST_CASE("tiled and jagged kernels: shared-memory tiles behind barriers, asynchronous row copies") {

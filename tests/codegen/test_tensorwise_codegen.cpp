@@ -33,6 +33,24 @@ size_t count(const std::string& s, const std::string& part) {
 
 }  // namespace
 
+TEST_CASE("tensorwise: BlockSpec::whole_tensor holds for blocks whole on every axis only") {
+  auto x1 = input("x", DType::f32, rank(1));
+  auto x2 = input("x", DType::f32, rank(2));
+  auto x3 = input("x", DType::f32, rank(3));
+  auto spec = [](const Blocks& b) { return b.node()->block; };
+  CHECK(spec(whole(x1)).whole_tensor(1));
+  CHECK(spec(whole(x2)).whole_tensor(2));
+  // Rowwise (one axis whole), 1-D and 2-D power-of-two blocks, jagged groups: not the whole tensor.
+  CHECK_FALSE(spec(blocks(x2, 1, kWholeAxis)).whole_tensor(2));
+  CHECK_FALSE(spec(blocks(x2, 0, kWholeAxis)).whole_tensor(2));
+  CHECK_FALSE(spec(blocks(x1, 0, 32)).whole_tensor(1));
+  CHECK_FALSE(spec(blocks(x2, {0, 1}, {128, 128})).whole_tensor(2));
+  CHECK_FALSE(spec(blocks(x2, {0, 1}, {kWholeAxis, 128})).whole_tensor(2));
+  CHECK_FALSE(spec(groups(x2, 0, offsets("offs"))).whole_tensor(2));
+  // Two whole axes of a rank-3 domain leave the third: one block per index of it.
+  CHECK_FALSE(spec(blocks(x3, {1, 2}, {kWholeAxis, kWholeAxis})).whole_tensor(3));
+}
+
 TEST_CASE("tensorwise: the planner runs a pre-pass for the tensor amax, then the direct kernel elementwise") {
   const Target t = Target::parse("sm_90a");
   const Plan plan = make_plan(tensorwise(DType::bf16, 2), t, unit_along(1));

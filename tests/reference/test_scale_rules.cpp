@@ -2,7 +2,9 @@
 // blocks under both NaN policies, custom expressions, FP32 scales.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <climits>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 
@@ -202,6 +204,32 @@ TEST_CASE("scale rules: custom expressions") {
     CHECK(e8m0_custom_byte(rc.node(), NanPolicy::nan_block, am) ==
           e8m0_scale_byte(ScaleRule::rceil, NanPolicy::nan_block, e4m3, am));
   CHECK_THROWS_AS(e8m0_scale_byte(ScaleRule::custom, NanPolicy::nan_block, e4m3, 1.0f), UsageError);
+}
+
+TEST_CASE("scale rules: the evaluator's floor_log2 and ceil_log2 equal frexp's, specials as documented") {
+  // The one evaluator computes log2 from the bit pattern; floor_log2/ceil_log2 above use frexp.
+  const Expr fl = floor_log2(amax_var()), cl = ceil_log2(amax_var());
+  int64_t checked = 0, bad = 0;
+  for (uint64_t u = 1; u < 0x7F800000u; u += (u < 0x01000000u ? 1 : 997)) {  // every subnormal, then strided
+    const float a = std::bit_cast<float>(uint32_t(u));
+    const float f = eval_scale_expression(fl.node(), a), c = eval_scale_expression(cl.node(), a);
+    if ((f != float(floor_log2(a)) || c != float(ceil_log2(a))) && ++bad <= 5)
+      FAIL_CHECK(std::hexfloat << a << ": floor " << f << " ceil " << c);
+    ++checked;
+  }
+  CHECK(bad == 0);
+  for (const Expr& e : {fl, cl}) {
+    CHECK(eval_scale_expression(e.node(), 0.0f) == -kInf);
+    CHECK(eval_scale_expression(e.node(), -0.0f) == -kInf);
+    CHECK(eval_scale_expression(e.node(), kInf) == kInf);
+    CHECK(std::isnan(eval_scale_expression(e.node(), -kInf)));
+    CHECK(std::isnan(eval_scale_expression(e.node(), -1.0f)));
+    CHECK(std::isnan(eval_scale_expression(e.node(), kNaN)));
+  }
+  // Ops outside a custom exponent's set are refused by name, before any evaluation.
+  CHECK_THROWS_WITH_AS(eval_scale_expression(exp2(fl).node(), 1.0f), doctest::Contains("'exp2'"), UsageError);
+  CHECK_THROWS_AS(eval_scale_expression((fl + tamax_var()).node(), 1.0f), UsageError);
+  MESSAGE("log2 evaluations compared: " << checked);
 }
 
 TEST_CASE("scale rules: FP32 scales") {
