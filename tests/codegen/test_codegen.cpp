@@ -2,8 +2,7 @@
 // and sm_100a; the sm_100a code uses the hardware FP4/FP6/E8M0 conversions and sm_90a does not;
 // generated source is self-contained, stable and carries its banner.
 #include <doctest/doctest.h>
-
-#include "dsl/recipes.hpp"
+#include <fmt/format.h>
 
 #include <future>
 #include <tuple>
