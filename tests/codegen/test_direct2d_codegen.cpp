@@ -101,6 +101,8 @@ TEST_CASE("direct 2-D blocks: the schedule's rows a thread set the threads") {
   CHECK(p.threads == 512);
   s.chunks_per_thread = 3;  // does not divide 128 rows
   CHECK_THROWS_AS(plan_of(tiles(128, 128), s), UsageError);
+  s.chunks_per_thread = 2;  // 1024 threads: above kDirect2dMaxThreads, the rule that chose the kernel
+  CHECK_THROWS_WITH_AS(plan_of(tiles(128, 128), s), doctest::Contains("32..512 threads"), UsageError);
   Schedule s4;
   s4.chunks_per_thread = 4;  // transposed codes take 8x8 byte transposes
   CHECK_THROWS_WITH_AS(plan_of(tiles(128, 128, DType::bf16, 2, layout::col_major()), s4), doctest::Contains("must be 8"), UsageError);
