@@ -170,7 +170,7 @@ void emit_params(Ctx& x) {
 
 std::string dequant_scale_value(ScaleFormat f, int k, const std::string& offset) {
   switch (f) {
-    case ScaleFormat::e8m0: return fmt::format("mx_e8m0_value(mx_u32(mx_ld_u8(P.in[{}], {})))", k, offset);
+    case ScaleFormat::e8m0: return fmt::format("mx_e8m0_decode(mx_u32(mx_ld_u8(P.in[{}], {})))", k, offset);
     case ScaleFormat::e4m3: return fmt::format("mx_decode<4, 3, 1, false>(mx_u32(mx_ld_u8(P.in[{}], {})))", k, offset);
     case ScaleFormat::f32: break;
     case ScaleFormat::bf16: throw Error("mxjit internal: bf16 scales are not read back (dequantize refuses them)");
@@ -228,7 +228,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
         ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
         std::string var = em.emit(sn->exponent, o, "  ");
         o += fmt::format("  byte = mx_custom_exponent_byte({});\n  if (byte == 255u) flag = 2u;\n}}\n", var);
-        o += "if (flag == 0u) mult = mx_e8m0_rcp(byte);\n";
+        o += "if (flag == 0u) mult = mx_e8m0_recip(byte);\n";
         break;
       }
       // Built-in rules without branches: the rule runs on every m (its result for m = 0, Inf or
@@ -248,7 +248,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
         o += "byte = m == 0x7f800000u ? 254u : byte;\n";
       }
       o += "byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);\n";
-      o += "mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;\n";
+      o += "mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;\n";
       break;
     }
     case ScaleFormat::f32:
@@ -679,6 +679,12 @@ size_t halvings(int items, const std::vector<int>& xors) {
   return h;
 }
 }  // namespace
+
+int scatter_shared_lanes(int items, const std::vector<int>& xors) {
+  int mask = 0;
+  for (size_t j = halvings(items, xors); j < xors.size(); ++j) mask |= xors[j];
+  return mask;
+}
 
 void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
                          const std::string& ind, const std::function<std::string(const std::string&)>& store) {

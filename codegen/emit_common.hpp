@@ -208,6 +208,10 @@ using ItemExpr = std::function<std::string(const std::string&)>;
 /// from its owner.
 void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
                          const std::string& ind, const std::function<std::string(const std::string&)>& store = nullptr);
+/// After emit_scatter_scales (same items, xors): the lanes that hold the same items, as the OR of
+/// the xors past its halvings (those all-reduce); 0 where every lane owns distinct items. The
+/// item's first owner is the lane with (lane & mask) == 0.
+int scatter_shared_lanes(int items, const std::vector<int>& xors);
 /// In the loop over items (variable `var`, a constant after unrolling): this item's scale word
 /// from its owner lane as `w_`, and its flag and multiplier as flag<suffix> and mult<suffix>.
 /// `clean`: the caller knows that no block of the warp is flagged (scales_clean), so the flag is

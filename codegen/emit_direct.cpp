@@ -320,6 +320,13 @@ bool owner_stores(const Ctx& x, int o) {
          scatter_scale(x, x.v.output_index[size_t(o)]);
 }
 
+// The xors of scale s's reduce-scatter over a block's G lanes (G/2 first; see emit_scatter_scales).
+std::vector<int> scatter_xors(const Plan& pl) {
+  std::vector<int> xors;
+  for (int l = pl.direct().lanes_per_block / 2; l >= 1; l /= 2) xors.push_back(l);
+  return xors;
+}
+
 // The owner's store of output o (see owner_stores), in emit_scatter_scales' loop over the lane's
 // rows: row tb<s> + i of the thread's chunks, column block cc0 / B.
 std::string owner_store(const Ctx& x, int o, int s, bool all_vec, const std::string& ind) {
@@ -332,20 +339,13 @@ std::string owner_store(const Ctx& x, int o, int s, bool all_vec, const std::str
   t += f.row_ok + f.indices;
   // Every owner lane of a real slot stores: in a partial last block the owner's own chunk may lie
   // past the end (its loads were zeros), but its row's scale is the block's. With more lanes than
-  // rows, G / U lanes own each row: the first of them stores.
-  const int G = pl.direct().lanes_per_block, U = pl.direct().chunks_per_thread;
-  const std::string first = G > U ? fmt::format(" && (lane & {}) == 0", G / U - 1) : "";
+  // rows, several lanes own each row: the first of them stores.
+  const int shared = scatter_shared_lanes(pl.direct().chunks_per_thread, scatter_xors(pl));
+  const std::string first = shared ? fmt::format(" && (lane & {}) == 0", shared) : "";
   const Output& out = x.p.outputs()[size_t(o)];
   t += fmt::format("{}if (okr{}) static_cast<{}*>(P.out[{}])[{}] = {};\n", in, first, scale_ctype(out.dtype), o,
                    scale_offset(x, o, fmt::format("(cc0 / {})", pl.direct().block_cols)), stored_scale(out, ""));
   return t + ind + "}\n";
-}
-
-// The xors of scale s's reduce-scatter over a block's G lanes (G/2 first; see emit_scatter_scales).
-std::vector<int> scatter_xors(const Plan& pl) {
-  std::vector<int> xors;
-  for (int l = pl.direct().lanes_per_block / 2; l >= 1; l /= 2) xors.push_back(l);
-  return xors;
 }
 
 // Before phase 2: scale s's rows, reduce-scattered over the block's lanes (emit_scatter_scales),

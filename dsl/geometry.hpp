@@ -17,6 +17,9 @@ struct OutputGeometry {
                                        ///< tensor of storage words, or 1-D (BoundLayout::view_shape)
   std::vector<int64_t> view_strides;   ///< its strides in words (compact per the layout)
   int64_t storage_bytes = 0;           ///< bytes the output occupies (padding included)
+  bool padded = false;                 ///< storage holds bytes no logical value fills (an aligned
+                                       ///< axis past its extent, grouped layouts' bound); their
+                                       ///< zeros come from a fill before the kernel
   int packed_axis = -1;                ///< FP4: the axis packed two codes per byte
   int row_axis = -1, col_axis = -1;    ///< scale layouts (Layout::uses_roles): the rows and columns axes
 };

@@ -127,11 +127,8 @@ PreparedLaunch make_prepared(PreparedParts&& parts) {
     const OutputGeometry& g = b.outputs[size_t(o)];
     const Output& out = parts.pipeline->outputs()[size_t(o)];
     // A padded scale layout has padding only for some shapes (mn_major_tma at a multiple of 4 rows
-    // has none): where storage holds exactly the logical values, the kernel writes every byte.
-    int64_t values = 1;
-    for (int64_t e : g.logical_shape) values *= e;
-    const bool unpadded = out.kind == OutputKind::scales && !out.layout.grouped() &&
-                          g.storage_bytes * out.bound.pack == values * int64_t(dtype_size(out.dtype));  // words of `pack` values
+    // has none): where it has none, the kernel writes every byte.
+    const bool unpadded = out.kind == OutputKind::scales && !g.padded;
     if (g.storage_bytes > 0 && !unpadded) s->zero.emplace_back(s->inputs + size_t(o), g.storage_bytes);
   }
   s->empty = b.empty;

@@ -50,12 +50,6 @@ MX_D mx_u32 mx_scale_rceil(mx_u32 a, float rcp_max) {
   return v <= 0x400000u ? 0u : (b > 254u ? 254u : b);
 #endif
 }
-// The exact element multiplier 2^(127 - byte) (byte 254 gives the subnormal 2^-127).
-MX_D float mx_e8m0_rcp(mx_u32 byte) { return byte == 254u ? mx_float(0x00400000u) : mx_float((254u - byte) << 23); }
-// The scale's value 2^(byte - 127) (byte 0 gives the subnormal 2^-127).
-MX_D float mx_e8m0_value(mx_u32 byte) {
-  return byte == 255u ? mx_float(0x7fc00000u) : (byte == 0u ? mx_float(0x00400000u) : mx_float(byte << 23));
-}
 // floor/ceil(log2(x)) as FP32 for user scale expressions (x<0 or NaN: NaN, 0: -Inf, Inf: Inf).
 MX_D float mx_floor_log2f(float x) {
   mx_u32 u = mx_bits(x);

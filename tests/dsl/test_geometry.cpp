@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "dsl/errors.hpp"
+#include "dsl/dsl.hpp"
 #include "dsl/geometry.hpp"
+#include "dsl/layout.hpp"
 #include "dsl/text.hpp"
 
 using namespace mxjit;
@@ -99,4 +101,25 @@ TEST_CASE("geometry: blocked scale storage rounds rows to the atom and columns t
   CHECK(geo("bf16[3] -> mxfp8.e4m3 blocks(2,32) s:blocked8x4", 1, {3, 9, 33}).storage_bytes == 3 * 16 * 4);
   // NVFP4's E4M3 scales are bytes too.
   CHECK(geo("bf16[2] -> nvfp4 s:blocked128x4", 1, {1, 16}).storage_bytes == 128 * 4);
+}
+
+TEST_CASE("geometry: padded says whether storage holds bytes no logical value fills, per shape") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto s = e8m0_scale(amax(blocks(x, 1, 128)), e4m3, ScaleRule::ceil);
+  const auto with = [&](Layout l) { return pipeline({output("q", cast(e4m3, x / s)), output("s", s, l)}); };
+  // mn_major_tma aligns the rows to 4: padding only where the row count is not a multiple of 4.
+  CHECK_FALSE(output_geometry(with(layout::mn_major_tma()), 1, std::vector<int64_t>{16, 256}).padded);
+  CHECK(output_geometry(with(layout::mn_major_tma()), 1, std::vector<int64_t>{17, 256}).padded);
+  // Packed UE8M0 (four scales a word, column blocks grouped by 4): 8 column blocks fill 2 words a
+  // row; 5 leave three bytes of the second word, and 18 rows pad to 20.
+  CHECK_FALSE(output_geometry(with(layout::mn_major_tma_packed()), 1, std::vector<int64_t>{16, 1024}).padded);
+  CHECK(output_geometry(with(layout::mn_major_tma_packed()), 1, std::vector<int64_t>{16, 640}).padded);
+  CHECK(output_geometry(with(layout::mn_major_tma_packed()), 1, std::vector<int64_t>{18, 1024}).padded);
+  // Blocked 128x4 pads both roles; linear layouts and the codes never pad.
+  CHECK_FALSE(output_geometry(with(layout::blocked_128x4()), 1, std::vector<int64_t>{128, 512}).padded);
+  CHECK(output_geometry(with(layout::blocked_128x4()), 1, std::vector<int64_t>{100, 512}).padded);
+  CHECK_FALSE(output_geometry(with(layout::linear()), 1, std::vector<int64_t>{17, 640}).padded);
+  CHECK_FALSE(output_geometry(with(layout::linear()), 0, std::vector<int64_t>{17, 640}).padded);
+  // FP4 codes, two a byte, are not padding.
+  CHECK_FALSE(geo("bf16[2] -> mxfp4.e2m1 blocks(1,32)", 0, {4, 64}).padded);
 }

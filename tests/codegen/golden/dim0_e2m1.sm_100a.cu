@@ -105,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
     byte = mx_scale_floor(m, 2);
     flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
     byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
-    mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+    mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
     {  // scales 's' from their owner lane
       const int u = tb0 + i;
       bool okr;

@@ -97,7 +97,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
       byte = mx_scale_rceil(m, mx_float(0x3b124925u));
       flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
       byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
-      mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+      mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
       byte0 = byte; flag0 = flag; mult0 = mult; sval0 = sval;
     }
     {  // output 'q' (e4m3)

@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
       byte = mx_scale_rceil(m, mx_float(0x3b124925u));
       flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
       byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
-      mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+      mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
       {
         const int t = tb0 + i;
         s0_info[((r0 - t_r0) / 32) * 256 + (c0 - t_c0) + t] = byte;
@@ -231,7 +231,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
         byte = mx_scale_rceil(m, mx_float(0x3b124925u));
         flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
         byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
-        mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+        mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
         const mx_u32 byte0 = byte, flag0 = flag;
         const float mult0 = mult, sval0 = sval;
         (void)byte0; (void)sval0;

@@ -106,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
         byte = mx_scale_floor(m, 8);
         flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
         byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
-        mult = flag == 0u ? mx_e8m0_rcp(byte) : 0.0f;
+        mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
         s0_mult[lb] = mult;
         s0_val[lb] = sval;
         s0_info[lb] = byte | (flag << 8);
