@@ -77,8 +77,11 @@ cache::DiskCache& disk_cache() {
 }
 
 std::string nvrtc_options_text(const std::string& arch) {
-  // The wrapper adds --std=c++17 --gpu-architecture=<arch> -default-device --minimal --fmad=false.
-  return "--std=c++17 --gpu-architecture=" + arch + " -default-device --minimal --fmad=false";
+  // The wrapper adds --std=c++17 --gpu-architecture=<arch> -default-device --minimal --fmad=false,
+  // then MXJIT_NVRTC_OPTIONS.
+  std::string text = "--std=c++17 --gpu-architecture=" + arch + " -default-device --minimal --fmad=false";
+  for (const std::string& o : env_nvrtc_options()) text += " " + o;
+  return text;
 }
 
 StrideClass default_stride_class(const Pipeline& p) {

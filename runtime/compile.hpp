@@ -11,6 +11,8 @@
 ///                              compiled in place of the generated source (its own cache key; one
 ///                              note on stderr per file)
 ///   MXJIT_DUMP_SOURCE=<dir>|1  writes only the source NVRTC compiles (runtime/nvrtc.hpp)
+///   MXJIT_NVRTC_OPTIONS="..."  NVRTC options appended to mxjit's own (part of the cache key;
+///                              env_nvrtc_options)
 #include <memory>
 #include <string>
 

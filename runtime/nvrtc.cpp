@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -104,6 +105,14 @@ std::string nvrtc_version_string() {
   return fmt::format("{}.{}", major, minor);
 }
 
+std::vector<std::string> env_nvrtc_options() {
+  std::vector<std::string> v;
+  const char* env = std::getenv("MXJIT_NVRTC_OPTIONS");
+  std::istringstream words(env ? env : "");
+  for (std::string w; words >> w;) v.push_back(std::move(w));
+  return v;
+}
+
 NvrtcOutput nvrtc_compile(const NvrtcRequest& req) {
   if (req.arch.empty()) throw UsageError("nvrtc_compile: the target arch is empty (want e.g. \"sm_90a\")");
   if (req.want_cubin && req.arch.rfind("sm_", 0) != 0)
@@ -115,6 +124,7 @@ NvrtcOutput nvrtc_compile(const NvrtcRequest& req) {
   NvrtcOutput out;
   out.options = {"--std=c++17", "--gpu-architecture=" + req.arch, "-default-device", "--minimal",
                  "--fmad=false"};
+  for (auto& o : env_nvrtc_options()) out.options.push_back(std::move(o));
   for (const auto& o : req.extra_options) out.options.push_back(o);
   if (req.resource_usage) out.options.push_back("--ptxas-options=-v");
   std::vector<const char*> argv;

@@ -33,8 +33,15 @@ struct NvrtcOutput {
   double compile_ms = 0;             ///< wall time of nvrtcCompileProgram
 };
 
+/// The options in MXJIT_NVRTC_OPTIONS (separated by whitespace; unset or empty: none). Every compile
+/// appends them after mxjit's own and the cache key includes them: a way to try NVRTC flags (e.g.
+/// --Ofast-compile=min) on the kernels, the tests and the benchmark without rebuilding. Flags that
+/// change the arithmetic (--fmad=true, --use_fast_math) void the bit-exactness the tests check.
+std::vector<std::string> env_nvrtc_options();
+
 /// Compiles `req`. Options: --std=c++17, --gpu-architecture=<arch>, -default-device, --minimal,
-/// --fmad=false (bit-exactness: no contraction into FMA, no fast-math), then req.extra_options and
+/// --fmad=false (bit-exactness: no contraction into FMA, no fast-math), env_nvrtc_options(), then
+/// req.extra_options and
 /// --ptxas-options=-v when resource_usage. NVRTC 13 returns both PTX and cubin from one sm_*
 /// compile. When MXJIT_DUMP_SOURCE is set to a folder (or to "1": ./mxjit_dump), the source is
 /// written there as <file_name> first (a failed write prints one warning on stderr).

@@ -9,6 +9,7 @@
 
 #include "dsl/errors.hpp"
 #include "runtime/device.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/nvrtc.hpp"
 
 using namespace mxjit;
@@ -132,4 +133,29 @@ TEST_CASE("nvrtc_arch maps compute capabilities to exact NVRTC archs") {
   CHECK(nvrtc_arch(8, 0) == "sm_80");
   CHECK(nvrtc_arch(8, 6) == "sm_86");
   CHECK_THROWS_AS(nvrtc_arch(0, 0), UsageError);
+}
+
+TEST_CASE("MXJIT_NVRTC_OPTIONS: appended to every compile and to the options text of the cache key") {
+  ::setenv("MXJIT_NVRTC_OPTIONS", "  -DMXJIT_TEST_FLAG=7 \t --Ofast-compile=min ", 1);
+  CHECK(env_nvrtc_options() == std::vector<std::string>{"-DMXJIT_TEST_FLAG=7", "--Ofast-compile=min"});
+  CHECK(nvrtc_options_text("sm_90a").ends_with(" --fmad=false -DMXJIT_TEST_FLAG=7 --Ofast-compile=min"));
+  NvrtcRequest req;
+  req.source = std::string("#if MXJIT_TEST_FLAG != 7\n#error the option did not arrive\n#endif\n") + kTimesTwo;
+  req.arch = "sm_90a";
+  NvrtcOutput out = nvrtc_compile(req);
+  CHECK(is_elf(out.cubin));
+  CHECK(out.options.back() == "--Ofast-compile=min");
+  // An option NVRTC does not know fails the compile, and the error carries the options.
+  ::setenv("MXJIT_NVRTC_OPTIONS", "--no-such-option", 1);
+  try {
+    nvrtc_compile(req);
+    FAIL("no CompileError");
+  } catch (const CompileError& e) {
+    CHECK(e.options().find("--no-such-option") != std::string::npos);
+  }
+  ::unsetenv("MXJIT_NVRTC_OPTIONS");
+  CHECK(env_nvrtc_options().empty());
+  CHECK(nvrtc_options_text("sm_90a").ends_with(" --fmad=false"));
+  req.source = kTimesTwo;
+  CHECK(is_elf(nvrtc_compile(req).cubin));
 }
