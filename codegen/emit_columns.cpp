@@ -532,7 +532,10 @@ void emit_columns_kernel(Ctx& x) {
   else x.out += fmt::format("{}if (__all_sync(0xffffffffu, {})) {{\n", ind, fast);
   emit_body(x, true, along_c, lanes_r, ind + "  ");
   x.out += ind + "} else {\n";
+  // The tail path (edge tiles, unaligned outputs) runs rarely: its loops stay rolled.
+  const size_t tail = x.out.size();
   emit_body(x, false, along_c, lanes_r, ind + "  ");
+  keep_rolled(x.out, tail);
   x.out += ind + "}\n";
   // Pipelined: this barrier also frees the tile's ring slot for the copies issued next.
   if (pipe && staged.empty() && !stage_codes) x.out += ind + "__syncthreads();\n";

@@ -21,6 +21,12 @@ std::string modulo(const std::string& e, int64_t k) { return k == 1 || e == "0" 
 std::string ceil_over(const std::string& e, int64_t k) { return k == 1 ? e : fmt::format("({0} + {1} - 1) / {1}", e, k); }
 std::string plus(const std::string& e, int64_t k) { return k == 0 ? e : fmt::format("{} + {}", e, k); }
 
+void keep_rolled(std::string& code, size_t from) {
+  static constexpr std::string_view kUnroll = "#pragma unroll\n";
+  for (size_t at = code.find(kUnroll, from); at != std::string::npos; at = code.find(kUnroll, at + kUnroll.size() + 2))
+    code.replace(at, kUnroll.size(), "#pragma unroll 1\n");
+}
+
 std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives) {
   std::string r;
   size_t pos = 0;

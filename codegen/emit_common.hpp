@@ -70,6 +70,12 @@ std::string modulo(const std::string& e, int64_t k);     ///< e % k ("0" for k =
 std::string ceil_over(const std::string& e, int64_t k);  ///< (e + k - 1) / k (e for k = 1)
 std::string plus(const std::string& e, int64_t k);       ///< e + k (e for k = 0)
 
+/// Turns every `#pragma unroll` line of `code` from offset `from` on into `#pragma unroll 1`: a
+/// cold path (a kernel's tail tiles) keeps its loops rolled, which roughly halves the columns
+/// kernel's code and its NVVM + ptxas time; the hot path's registers are unchanged (its register
+/// arrays indexed in rolled loops move to the stack frame of the cold path only).
+void keep_rolled(std::string& code, size_t from);
+
 /// `text` with every line prefixed by `indent`; with `skip_directives`, preprocessor lines
 /// (`#pragma unroll`) and empty lines are left as they are, as the emitters write them.
 std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives = false);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "codegen/emit.hpp"
+#include "codegen/emit_common.hpp"
 #include "dsl/text.hpp"
 #include "runtime/compile.hpp"
 
@@ -64,6 +65,38 @@ TEST_CASE("direct kernel: 16-byte loads and stores, no CTA barrier, no spills") 
   CHECK(has(f4.ptx, "ld.global.nc.v4.u32"));
 }
 
+TEST_CASE("direct kernel: warps without a flagged block take their own phase 2 where scales are reduce-scattered") {
+  // The software encoders (FP4, FP6, INT8 on sm_90a) reduce-scatter the scales, and a warp vote over
+  // the owners' words picks a phase 2 without flag tests; FP8's hardware cvt needs no split.
+  for (const char* f : {"mxfp4.e2m1", "mxfp6.e2m3", "mxint8", "mxfp8.e4m3"}) {
+    CAPTURE(f);
+    const Built b = build(std::string("bf16[2] -> ") + f + " floor blocks(1,32)");
+    CHECK(b.plan.kind == KernelKind::direct);
+    CHECK(has(b.ptx, "vote.sync.all.pred") == (std::string(f) != "mxfp8.e4m3"));
+    CHECK(b.spill_stores == 0);
+  }
+}
+
+TEST_CASE("columns kernel: the tail path keeps its loops rolled; the fast path's registers stay, no spills") {
+  std::string code = "a\n#pragma unroll\nfor\n#pragma unroll 4\nb\n#pragma unroll\nc\n#pragma unroll\n";
+  keep_rolled(code, code.find('b'));
+  CHECK(code == "a\n#pragma unroll\nfor\n#pragma unroll 4\nb\n#pragma unroll 1\nc\n#pragma unroll 1\n");
+  for (const char* spec : {"bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major",
+                           "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e4m3 rceil blocks(0,32) q:col_major"}) {
+    CAPTURE(spec);
+    const Pipeline p = parse_pipeline(spec);
+    const std::string src = generate(p, Target::parse("sm_90a"), default_stride_class(p)).source;
+    // The body's loops after the fast path's `} else {` are rolled, none before it.
+    const size_t tail = src.find("\n  } else {\n");
+    REQUIRE(tail != std::string::npos);
+    CHECK(src.find("#pragma unroll 1\n") > tail);
+    CHECK(src.find("#pragma unroll 1\n", tail) != std::string::npos);
+    const Built b = build(spec);
+    CHECK(b.plan.kind == KernelKind::columns);
+    CHECK(b.spill_stores == 0);
+  }
+}
+
 TEST_CASE("columns kernel: 16-byte loads of 256-byte L2 blocks, 16-byte column stores, no spills") {
   const Built d1 = build("bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4");
   CHECK(d1.plan.kind == KernelKind::columns);
@@ -71,11 +104,13 @@ TEST_CASE("columns kernel: 16-byte loads of 256-byte L2 blocks, 16-byte column s
   CHECK(has(d1.ptx, "ld.global.nc.L2::256B.v4.u32"));
   CHECK(has(d1.ptx, "st.global.v4.u32"));  // a column's 16 codes, and whole scale atoms
   // dim0+dim1 with blocked scales on sm_90a: the staged lines leave as bulk copies (the plan's
-  // bulk_copy_out), at most 20 bytes of spills (the tail path's; more is a regression).
+  // bulk_copy_out), no spills (the tail path's 16-20 bytes went with its rolled loops).
   const Built f = build("bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) s:blocked128x4 ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4");
   CHECK(f.plan.columns().bulk_copy_out);
   CHECK(has(f.ptx, "cp.async.bulk.global.shared::cta.bulk_group"));
-  CHECK(f.spill_stores <= 20);
+  CHECK(has(f.ptx, "bar.red.and.pred"));  // one path per CTA: whole tiles or the tails (__syncthreads_and)
+  CHECK(has(f.ptx, "max.NaN.bf16x2"));    // two bf16 maxima per instruction, NaN kept
+  CHECK(f.spill_stores == 0);
   // The pipelined form: bulk copies into the ring, mbarrier waits, no spills.
   const Built r = build("bf16[2] -> mxfp8.e4m3 rceil blocks(0,32) q:col_major", "sm_90a", Schedule{.stages = 2});
   CHECK(has(r.ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));

@@ -308,7 +308,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
     }
   } else {
     mx_u32 w0[8][4];
-#pragma unroll
+#pragma unroll 1
     for (int r = 0; r < 8; ++r) {
       const int c = 0;
       const mx_u16* const p = static_cast<const mx_u16*>(P.in[0]) + ((r0 + r) * P.in_stride[0][0] + (c0 + c));
@@ -321,27 +321,27 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
       }
     }
     mx_u32 pr0[8];
-#pragma unroll
+#pragma unroll 1
     for (int r = 0; r < 8; ++r)
       pr0[r] = mx_max_bf16x2(mx_max_bf16x2(w0[r][0] & 0x7fff7fffu, w0[r][1] & 0x7fff7fffu), mx_max_bf16x2(w0[r][2] & 0x7fff7fffu, w0[r][3] & 0x7fff7fffu));
     mx_u32 pm1[4];
-#pragma unroll
+#pragma unroll 1
     for (int j = 0; j < 4; ++j) {
       pm1[j] = w0[0][j] & 0x7fff7fffu;
-#pragma unroll
+#pragma unroll 1
       for (int r = 1; r < 8; ++r) pm1[j] = mx_max_bf16x2(pm1[j], w0[r][j] & 0x7fff7fffu);
     }
     // Scales 0: blocks of 32 along axis 1 (4 lanes), row by row.
-#pragma unroll
+#pragma unroll 1
     for (int r = 0; r < 8; ++r) {
       float row[8];
-#pragma unroll
+#pragma unroll 1
       for (int c = 0; c < 8; ++c) {
         const float t0 = mx_float((c & 1) ? (w0[r][c >> 1] & 0xffff0000u) : (w0[r][c >> 1] << 16));
         row[c] = t0;
       }
       if (!(rows_full && cols_full)) {
-#pragma unroll
+#pragma unroll 1
         for (int c = 0; c < 8; ++c) if (!(r0 + r < n_r && c0 + c < n_c)) row[c] = 0.0f;
       }
       {
@@ -364,7 +364,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
         }
         {  // output 'q' (e4m3)
           float y[8];
-#pragma unroll
+#pragma unroll 1
           for (int e = 0; e < 8; ++e) {
             float y_ = row[e];
             y_ *= mult0;
@@ -385,23 +385,23 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
           mx_u8* const ob = static_cast<mx_u8*>(P.out[0]) + ((r0 + r) * P.out_stride[0][0] + (c0 + c) * P.out_stride[0][1]);
           if (cols_full && r0 + r < n_r && (P.out_stride[0][1] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][0])) & 7u) == 0)) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
           else {
-#pragma unroll
+#pragma unroll 1
             for (int e = 0; e < 8; ++e) if (r0 + r < n_r && c0 + e < n_c) ob[e] = mx_u8(wd[e >> 2] >> (8 * (e & 3)));
           }
         }
       }
     }
     // Scales 1: blocks of 32 along axis 0 (4 lanes), column by column.
-#pragma unroll
+#pragma unroll 1
     for (int c = 0; c < 8; ++c) {
       float col[8];
-#pragma unroll
+#pragma unroll 1
       for (int r = 0; r < 8; ++r) {
         const float t0 = mx_float(__byte_perm(w0[r][c >> 1], 0u, (c & 1) ? 0x3244 : 0x1044));
         col[r] = t0;
       }
       if (!(rows_full && cols_full)) {
-#pragma unroll
+#pragma unroll 1
         for (int r = 0; r < 8; ++r) if (!(r0 + r < n_r && c0 + c < n_c)) col[r] = 0.0f;
       }
       {
@@ -424,7 +424,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
         }
         {  // output 'q1' (e4m3)
           float y[8];
-#pragma unroll
+#pragma unroll 1
           for (int e = 0; e < 8; ++e) {
             float y_ = col[e];
             y_ *= mult1;
@@ -445,7 +445,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
           mx_u8* const ob = static_cast<mx_u8*>(P.out[2]) + ((r0 + r) * P.out_stride[2][0] + (c0 + c) * P.out_stride[2][1]);
           if (rows_full && c0 + c < n_c && (P.out_stride[2][0] == 1 && ((reinterpret_cast<mx_u64>(P.out[2]) | mx_u64(P.out_stride[2][1])) & 7u) == 0)) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
           else {
-#pragma unroll
+#pragma unroll 1
             for (int e = 0; e < 8; ++e) if (r0 + e < n_r && c0 + c < n_c) ob[e] = mx_u8(wd[e >> 2] >> (8 * (e & 3)));
           }
         }

@@ -186,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
     }
   } else {
     mx_u32 w0[16][4];
-#pragma unroll
+#pragma unroll 1
     for (int r = 0; r < 16; ++r) {
       const int c = 0;
       const mx_u16* const p = static_cast<const mx_u16*>(P.in[0]) + ((r0 + r) * P.in_stride[0][0] + (c0 + c));
@@ -199,17 +199,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
       }
     }
     mx_u32 pm0[4];
-#pragma unroll
+#pragma unroll 1
     for (int j = 0; j < 4; ++j) {
       pm0[j] = w0[0][j] & 0x7fff7fffu;
-#pragma unroll
+#pragma unroll 1
       for (int r = 1; r < 16; ++r) pm0[j] = mx_max_bf16x2(pm0[j], w0[r][j] & 0x7fff7fffu);
     }
     // Scales 0: blocks of 32 along axis 0 (2 lanes), column by column.
-#pragma unroll
+#pragma unroll 1
     for (int c = 0; c < 8; ++c) {
       float col[16];
-#pragma unroll
+#pragma unroll 1
       for (int r = 0; r < 16; ++r) {
         const float t0 = mx_float((c & 1) ? (w0[r][c >> 1] & 0xffff0000u) : (w0[r][c >> 1] << 16));
         col[r] = t0;
@@ -233,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
         }
         {  // output 'q' (e2m1)
           float y[16];
-#pragma unroll
+#pragma unroll 1
           for (int e = 0; e < 16; ++e) {
             float y_ = col[e];
             y_ *= mult0;
@@ -258,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
           mx_u8* const ob = static_cast<mx_u8*>(P.out[0]) + (((r0 + r) >> 1) * P.out_stride[0][0] + (c0 + c) * P.out_stride[0][1]);
           if (rows_full && c0 + c < n_c && (P.out_stride[0][0] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][1])) & 7u) == 0)) *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
           else {
-#pragma unroll
+#pragma unroll 1
             for (int e = 0; e < 16; e += 2) if (r0 + e < n_r && c0 + c < n_c) ob[e >> 1] = mx_u8(wd[e >> 3] >> (4 * (e & 7)));
           }
         }
