@@ -63,10 +63,15 @@ OutputGeometry output_geometry(const Pipeline& p, int index, std::span<const int
   }
   g.storage_bytes = checked_element_count(fmt::format("output '{}'", o.name), g.view_shape) * word_bytes;
   // A storage word holds `pack` values (FP4 codes: two a byte); any storage beyond that is padding.
-  int64_t values = 1;
-  for (int64_t e : g.logical_shape) values *= e;
-  const int64_t per_word = g.packed_axis >= 0 ? 2 : l.pack;
-  g.padded = o.layout.grouped() || g.storage_bytes * per_word != values * word_bytes;
+  // Empty storage pads nothing; otherwise every extent is >= 1 and the storage holds them all, so
+  // the product does not overflow (an empty domain's other extents may be huge).
+  g.padded = o.layout.grouped();
+  if (!g.padded && g.storage_bytes > 0) {
+    int64_t values = 1;
+    for (int64_t e : g.logical_shape) values *= e;
+    const int64_t per_word = g.packed_axis >= 0 ? 2 : l.pack;
+    g.padded = g.storage_bytes * per_word != values * word_bytes;
+  }
   return g;
 }
 
