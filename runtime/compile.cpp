@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cache/key.hpp"
 #include "runtime/nvrtc.hpp"
@@ -77,11 +78,7 @@ cache::DiskCache& disk_cache() {
 }
 
 std::string nvrtc_options_text(const std::string& arch) {
-  // The wrapper adds --std=c++17 --gpu-architecture=<arch> -default-device --minimal --fmad=false,
-  // then MXJIT_NVRTC_OPTIONS.
-  std::string text = "--std=c++17 --gpu-architecture=" + arch + " -default-device --minimal --fmad=false";
-  for (const std::string& o : env_nvrtc_options()) text += " " + o;
-  return text;
+  return fmt::format("{}", fmt::join(nvrtc_base_options(arch), " "));
 }
 
 StrideClass default_stride_class(const Pipeline& p) {

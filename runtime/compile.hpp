@@ -46,7 +46,7 @@ struct CompileOptions {
 /// The process-wide disk cache (opened on first use from the environment; never null).
 cache::DiskCache& disk_cache();
 
-/// NVRTC options every mxjit compile uses beyond the wrapper's own.
+/// nvrtc_base_options(arch) as one line, the options part of every cache key.
 std::string nvrtc_options_text(const std::string& arch);
 
 /// Compiles `p` for `target` and stride class `sc`, through the disk cache.

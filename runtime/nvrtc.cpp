@@ -113,6 +113,12 @@ std::vector<std::string> env_nvrtc_options() {
   return v;
 }
 
+std::vector<std::string> nvrtc_base_options(const std::string& arch) {
+  std::vector<std::string> v = {"--std=c++17", "--gpu-architecture=" + arch, "-default-device", "--minimal", "--fmad=false"};
+  for (std::string& o : env_nvrtc_options()) v.push_back(std::move(o));
+  return v;
+}
+
 NvrtcOutput nvrtc_compile(const NvrtcRequest& req) {
   if (req.arch.empty()) throw UsageError("nvrtc_compile: the target arch is empty (want e.g. \"sm_90a\")");
   if (req.want_cubin && req.arch.rfind("sm_", 0) != 0)
@@ -122,9 +128,7 @@ NvrtcOutput nvrtc_compile(const NvrtcRequest& req) {
   const std::string file_name = req.file_name.empty() ? std::string("kernel.cu") : req.file_name;
 
   NvrtcOutput out;
-  out.options = {"--std=c++17", "--gpu-architecture=" + req.arch, "-default-device", "--minimal",
-                 "--fmad=false"};
-  for (auto& o : env_nvrtc_options()) out.options.push_back(std::move(o));
+  out.options = nvrtc_base_options(req.arch);
   for (const auto& o : req.extra_options) out.options.push_back(o);
   if (req.resource_usage) out.options.push_back("--ptxas-options=-v");
   std::vector<const char*> argv;

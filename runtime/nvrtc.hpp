@@ -39,9 +39,12 @@ struct NvrtcOutput {
 /// change the arithmetic (--fmad=true, --use_fast_math) void the bit-exactness the tests check.
 std::vector<std::string> env_nvrtc_options();
 
-/// Compiles `req`. Options: --std=c++17, --gpu-architecture=<arch>, -default-device, --minimal,
-/// --fmad=false (bit-exactness: no contraction into FMA, no fast-math), env_nvrtc_options(), then
-/// req.extra_options and
+/// The options every compile for `arch` starts with: --std=c++17, --gpu-architecture=<arch>,
+/// -default-device, --minimal, --fmad=false (bit-exactness: no contraction into FMA, no
+/// fast-math), then env_nvrtc_options(). The cache key holds them as one line (nvrtc_options_text).
+std::vector<std::string> nvrtc_base_options(const std::string& arch);
+
+/// Compiles `req`. Options: nvrtc_base_options(req.arch), then req.extra_options and
 /// --ptxas-options=-v when resource_usage. NVRTC 13 returns both PTX and cubin from one sm_*
 /// compile. When MXJIT_DUMP_SOURCE is set to a folder (or to "1": ./mxjit_dump), the source is
 /// written there as <file_name> first (a failed write prints one warning on stderr).
