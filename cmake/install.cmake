@@ -12,8 +12,9 @@
 #     P/lib/libmxjit_*.a                           dsl, templates, codegen, reference, runtime, cache [, llvm]
 #     P/lib/cmake/mxjit/mxjitConfig.cmake          targets mxjit::mxjit [, mxjit::mxjit_llvm]
 #
-# Consumers get include paths P/include and P/include/mxjit, nothing else of the build: fmt and xxhash
-# are compiled into the libraries (header-only), and libcuda stays dlopen'ed.
+# Consumers get include paths P/include and P/include/mxjit, nothing else of the build: xxhash is
+# compiled into the libraries, fmt is Debian's libfmt (found by the package) or, with
+# MXJIT_FMT_HEADER_ONLY, compiled in too; libcuda stays dlopen'ed.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 

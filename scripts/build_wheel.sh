@@ -8,7 +8,8 @@
 #   --no-llvm     leave out the LLVM CPU backend (hosts without LLVM 16: CPU tensors run the reference)
 #   --out DIR     where the wheel goes (default .whl, git-ignored)
 #
-# When build/ holds a C++ build of this checkout, its libraries are installed to build/py-prefix and
+# When build/ holds a C++ build of this checkout configured with -DMXJIT_FMT_HEADER_ONLY=ON (so that
+# the wheel needs no libfmt.so where it runs), its libraries are installed to build/py-prefix and
 # linked (only the extension is compiled); otherwise the wheel builds the C++ library itself. Build
 # requirements (scikit-build-core, nanobind) come from PY's environment when it has them, else pip
 # fetches them into an isolated build environment.
@@ -24,7 +25,8 @@ while (($#)); do
   esac
 done
 args=(-C "cmake.define.MXJIT_WITH_LLVM=$llvm" -C "build-dir=build/py-{wheel_tag}-llvm$llvm")
-if [ -f build/CMakeCache.txt ] && [ -f build/cmake_install.cmake ]; then
+if [ -f build/CMakeCache.txt ] && [ -f build/cmake_install.cmake ] &&
+   grep -q "^MXJIT_FMT_HEADER_ONLY:BOOL=ON" build/CMakeCache.txt; then
   cmake --build build -j"$(nproc)" --target mxjit_runtime mxjit_cache mxjit_codegen mxjit_dsl mxjit_reference \
         mxjit_templates $(grep -q "MXJIT_WITH_LLVM:BOOL=ON" build/CMakeCache.txt && echo mxjit_llvm)  # install needs it
   cmake --install build --prefix build/py-prefix --component dev >/dev/null
