@@ -76,6 +76,13 @@ std::string plus(const std::string& e, int64_t k);       ///< e + k (e for k = 0
 /// arrays indexed in rolled loops move to the stack frame of the cold path only).
 void keep_rolled(std::string& code, size_t from);
 
+/// The pragma before a loop over the rows a thread holds in flight: unrolled on a hot path (its
+/// row arrays stay in registers), rolled (`#pragma unroll 1`) on a path that runs rarely (a
+/// group's last column tile, unaligned outputs), where one copy of the body is enough: the jagged
+/// kernel's NVVM + ptxas time. Only these outer loops roll; inner loops over a thread's 8 columns
+/// keep indexing the kernel's per-column arrays (maxima, multipliers) by constants.
+inline const char* rows_pragma(bool hot) { return hot ? "#pragma unroll\n" : "#pragma unroll 1\n"; }
+
 /// `text` with every line prefixed by `indent`; with `skip_directives`, preprocessor lines
 /// (`#pragma unroll`) and empty lines are left as they are, as the emitters write them.
 std::string indent_lines(const std::string& text, const std::string& indent, bool skip_directives = false);

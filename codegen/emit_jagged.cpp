@@ -311,10 +311,11 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     l += fmt::format("        if ({}) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) ", cond);
     return l + (f32 ? "w[u][e] = mx_bits(p[e]);\n" : "w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));\n");
   };
-  // U rows of 8 columns into w[u][] (zeros outside), all issued before any is used; rows below
-  // tile_r come from the cache in pass 2 (`cached`; pass 1 filled it with cp.async).
-  auto loads = [&](bool cached) {
-    std::string l = fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U, NW, U);
+  // U rows of 8 columns into w[u][] (zeros outside), all issued before any is used (`hot`: the
+  // rows loop unrolled); rows below tile_r come from the cache in pass 2 (`cached`; pass 1 filled
+  // it with cp.async).
+  auto loads = [&](bool cached, bool hot) {
+    std::string l = fmt::format("    mx_u32 w[{}][{}];\n{}    for (int u = 0; u < {}; ++u) {{\n", U, NW, rows_pragma(hot), U);
     l += fmt::format("      const mx_i64 {} = r + u * {};\n      const {}* const p = src + {} * in_sr;\n", ix, RL, et, ix);
     if (cached) l += fmt::format("      if ({} - row_s < {}) {{\n", ix, CR) + chunk_words("u", cache_chunk(ix), "        ") + "      } else ";
     else l += "      ";
@@ -377,8 +378,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   };
   // Folds the values of the U rows in w[][] (rows from `end` on skipped) into the maxima m[8]
   // (pm[4] where packed).
-  auto amax_of = [&](const std::string& end) {
-    std::string l = fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U);
+  auto amax_of = [&](const std::string& end, bool hot) {
+    std::string l = fmt::format("{}    for (int u = 0; u < {}; ++u) {{\n", rows_pragma(hot), U);
     if (pk >= 0)
       return l + fmt::format("      if (r + u * {} >= {}) continue;\n#pragma unroll\n      for (int j = 0; j < 4; ++j) pm[j] = {}(pm[j], w[u][j] & 0x7fff7fffu);\n    }}\n",
                              RL, end, pmax);
@@ -409,9 +410,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   p1 += fmt::format("  const mx_i64 r1 = row_s + rl + ({} - rl) / {} * {};\n", CR + RL - 1, RL, RL);
   p1 += fmt::format("  if (cols_full) {{\n    const {}* p = src + r1 * in_sr;\n    const mx_i64 step = {} * in_sr;\n", et, RL);
   p1 += fmt::format("    for (mx_i64 r = r1; r < row_e; r += {}, p += {} * step) {{\n", RL * U, U);
-  p1 += indent_lines(loads_fast("    ") + amax_of("row_e"), "  ", true) + "    }\n  } else {\n";
+  p1 += indent_lines(loads_fast("    ") + amax_of("row_e", true), "  ", true) + "    }\n  } else {  // the last column tile\n";
   p1 += fmt::format("    for (mx_i64 r = r1; r < row_e; r += {}) {{\n", RL * U);
-  p1 += indent_lines(loads(false) + amax_of("row_e"), "  ", true) + "    }\n  }\n";
+  p1 += indent_lines(loads(false, false) + amax_of("row_e", false), "  ", true) + "    }\n  }\n";
   p1 += "  // (c) The cached rows, once this thread's copies have landed.\n  mx_cp_async_wait<0>();\n";
   p1 += fmt::format("  {{\n    const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
   p1 += fmt::format("    for (int i = 0; i < n_cached; ++i, d += {}) {{\n", RL * TCW);
@@ -486,7 +487,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   // output, all 8 columns inside): the cached rows, then the others (re-read from global memory),
   // from stepped pointers. (b) Otherwise the general loop, every row.
   x.out += "  // Pass 2: the same rows again, scaled and encoded.\n  mx_i64 r2 = row_s + rl;  // (b)'s first row\n";
-  if (code_outs.size() == 1 && !x.v.quantizes[size_t(x.v.output_index[size_t(code_outs[0])])]->elem.packed()) {
+  // With (a), (b) runs only for the last column tile and unaligned outputs: its rows loops roll.
+  const bool fast_path = code_outs.size() == 1 && !x.v.quantizes[size_t(x.v.output_index[size_t(code_outs[0])])]->elem.packed();
+  if (fast_path) {
     const int o = code_outs[0];
     const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
     // val[8]'s codes as one aligned 8-byte store at `ptr`.
@@ -516,8 +519,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     x.out += "        }\n      }\n";
     x.out += "      r2 = row_e;\n    }\n  }\n";
   }
-  x.out += fmt::format("  for (mx_i64 r = r2; r < row_e; r += {}) {{\n", RL * U) + loads(true);
-  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", U) + unpack("row_e");
+  x.out += fmt::format("  for (mx_i64 r = r2; r < row_e; r += {}) {{\n", RL * U) + loads(true, !fast_path);
+  x.out += fmt::format("{}    for (int u = 0; u < {}; ++u) {{\n", rows_pragma(!fast_path), U) + unpack("row_e");
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;

@@ -9,6 +9,7 @@
 
 #include "codegen/emit.hpp"
 #include "codegen/emit_common.hpp"
+#include "dsl/dsl.hpp"
 #include "dsl/text.hpp"
 #include "runtime/compile.hpp"
 
@@ -95,6 +96,36 @@ TEST_CASE("columns kernel: the tail path keeps its loops rolled; the fast path's
     CHECK(b.plan.kind == KernelKind::columns);
     CHECK(b.spill_stores == 0);
   }
+}
+
+TEST_CASE("jagged kernel: rows loops roll on the last column tile and behind the 8-byte path; hot loops stay, no spills") {
+  // One row-major code output: pass 2's 8-byte path takes whole, aligned tiles, so its general
+  // loop runs only for the rest (as pass 1's loop for the last column tile does): both roll.
+  for (const char* spec : {"bf16[2] -> fp8.e4m3 groups(0,offs)", "f32[2] -> fp8.e5m2 groups(0,offs)",
+                           "bf16[2] -> fp8.e4m3 blocks(0,whole)"}) {
+    CAPTURE(spec);
+    const Pipeline p = parse_pipeline(spec);
+    const GeneratedKernel k = generate(p, Target::parse("sm_90a"), default_stride_class(p));
+    CHECK((k.plan.kind == KernelKind::rows || k.plan.jagged().vector));  // rows: its across form, this kernel
+    const std::string& src = k.source;
+    const size_t edge = src.find("} else {  // the last column tile");
+    const size_t general = src.find("  for (mx_i64 r = r2; r < row_e;");
+    REQUIRE(edge != std::string::npos);
+    REQUIRE(general != std::string::npos);
+    CHECK(src.find("#pragma unroll 1\n") > edge);            // pass 1's hot loops unrolled,
+    CHECK(src.find("#pragma unroll 1\n", edge) < general);   // its last column tile's rolled
+    CHECK(src.find("#pragma unroll 1\n", general) != std::string::npos);
+    CHECK(build(spec).spill_stores == 0);
+  }
+  // Two code outputs: no 8-byte path, so the general loop is the hot one and stays unrolled.
+  auto x = input("x", DType::bf16, rank(2));
+  const Scale s = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
+  const Pipeline two = pipeline({output("q", cast(e4m3, x / s)), output("r", cast(e4m3, x / s), layout::row_major()), output("s", s)});
+  const GeneratedKernel k = generate(two, Target::parse("sm_90a"), default_stride_class(two));
+  REQUIRE(k.plan.jagged().vector);
+  const size_t general = k.source.find("  for (mx_i64 r = r2; r < row_e;");
+  REQUIRE(general != std::string::npos);
+  CHECK(k.source.find("#pragma unroll 1\n", general) == std::string::npos);
 }
 
 TEST_CASE("columns kernel: 16-byte loads of 256-byte L2 blocks, 16-byte column stores, no spills") {

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_jagged_groups_e4m3_fp32_bf16_0dd95c07
-// generator mxjit-gen-26  target sm_90a  stride class sc(1a,0)
+// generator mxjit-gen-27  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> fp8.e4m3 groups(0,offs) q:row_major s:linear
 // pipeline hash 87ed1c9436b41b83753a60d144310026
 // plan
@@ -91,10 +91,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
           for (int j = 0; j < 4; ++j) pm[j] = mx_max_bf16x2(pm[j], w[u][j] & 0x7fff7fffu);
         }
       }
-    } else {
+    } else {  // the last column tile
       for (mx_i64 r = r1; r < row_e; r += 256) {
         mx_u32 w[8][4];
-#pragma unroll
+#pragma unroll 1
         for (int u = 0; u < 8; ++u) {
           const mx_i64 ix0 = r + u * 32;
           const mx_u16* const p = src + ix0 * in_sr;
@@ -106,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
             if (ix0 < row_e) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));
           }
         }
-#pragma unroll
+#pragma unroll 1
         for (int u = 0; u < 8; ++u) {
           if (r + u * 32 >= row_e) continue;
 #pragma unroll
@@ -266,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
   }
   for (mx_i64 r = r2; r < row_e; r += 256) {
     mx_u32 w[8][4];
-#pragma unroll
+#pragma unroll 1
     for (int u = 0; u < 8; ++u) {
       const mx_i64 ix0 = r + u * 32;
       const mx_u16* const p = src + ix0 * in_sr;
@@ -280,7 +280,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
         if (ix0 < row_e) for (int e = 0; e < 8; ++e) if (c0 + e < n_c) w[u][e >> 1] |= mx_u32(p[e]) << (16 * (e & 1));
       }
     }
-#pragma unroll
+#pragma unroll 1
     for (int u = 0; u < 8; ++u) {
       const mx_i64 ix0 = r + u * 32;
       if (ix0 >= row_e) continue;
