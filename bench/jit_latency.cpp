@@ -3,7 +3,10 @@
 // as a stream loop of launches against a CUDA graph replay of the same launches.
 //
 //   mxjit_latency            runs everything; uses a fresh cache folder under /tmp (no GPU: the
-//                            compile rows only)
+//                            compile rows only) and NVRTC's --no-cache: with a driver loaded,
+//                            NVRTC (CUDA 12.9+) keeps its own cache of compiled programs in the
+//                            driver's compute cache (~/.nv/ComputeCache), which made "cold" rows of
+//                            kernels an earlier process compiled read 20-45 ms
 //   mxjit_latency --child    (internal) the "new process": open the cache, jit(), report ms
 #include <sys/wait.h>
 #include <unistd.h>
@@ -172,6 +175,8 @@ int main(int argc, char** argv) {
   const std::string dir = "/tmp/mxjit_latency_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   setenv("MXJIT_CACHE_DIR", dir.c_str(), 1);
+  const char* extra = std::getenv("MXJIT_NVRTC_OPTIONS");
+  setenv("MXJIT_NVRTC_OPTIONS", (std::string("--no-cache ") + (extra ? extra : "")).c_str(), 1);
   const bool gpu = gpu_available();
   Target t = gpu ? current_target() : Target::parse("sm_90a");
   std::printf("target %s, %s\n", t.arch.c_str(), gpu ? gpu_info(0).name.c_str() : "no GPU (compile only)");
