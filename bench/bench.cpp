@@ -260,9 +260,9 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& d = p.inputs()[k];
     std::vector<int64_t> s = shape;
-    if (d.kind == InputDecl::scales) s.back() = (s.back() + 31) / 32;
-    if (d.kind == InputDecl::vector) s = {shape[size_t(d.axis)]};
-    if (d.kind == InputDecl::offsets) {
+    if (d.kind == InputDecl::Kind::scales) s.back() = (s.back() + 31) / 32;
+    if (d.kind == InputDecl::Kind::vector) s = {shape[size_t(d.axis)]};
+    if (d.kind == InputDecl::Kind::offsets) {
       // 16 jagged groups of uneven sizes (one empty) covering the axis: MoE token groups.
       const int64_t n = shape[size_t(d.axis)];
       std::vector<int32_t> ends(16);
@@ -294,7 +294,7 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
     }
     for (int r = 0; r < rotations; ++r) {
       b.in_bufs.push_back(DeviceBuffer::alloc(size_t(span) * dtype_size(d.dtype)));
-      fill_random(b.in_bufs.back(), d.dtype, uint32_t(17 * k + r), d.kind == InputDecl::scales);
+      fill_random(b.in_bufs.back(), d.dtype, uint32_t(17 * k + r), d.kind == InputDecl::Kind::scales);
       b.inputs[size_t(r)].push_back(TensorView::strided(reinterpret_cast<void*>(b.in_bufs.back().ptr()), d.dtype, s,
                                                          strides, DeviceKind::cuda));
     }

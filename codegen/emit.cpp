@@ -61,7 +61,7 @@ void emit_load(Ctx& x) {
   x.out += "  // Phase 1: load the tile and evaluate the value expressions into shared memory.\n";
   std::vector<int> tensors;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
-    if (x.p.inputs()[k].kind == InputDecl::tensor) tensors.push_back(int(k));
+    if (x.p.inputs()[k].kind == InputDecl::Kind::tensor) tensors.push_back(int(k));
   auto vec_ok = [&](int k) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
     return x.sc.vector_along(size_t(k), pl.ax_c) && int(16 / dtype_size(in.dtype)) == V;
@@ -380,7 +380,7 @@ std::string kernel_name(const Pipeline& p, const Plan& plan, const Target& targe
   if (!v.quantizes.empty()) words.push_back(v.quantizes[0]->elem.str());
   if (!v.scales.empty()) words.push_back(rule_word(v.scales[0]));
   for (const InputDecl& in : p.inputs())
-    if (in.kind == InputDecl::tensor || in.kind == InputDecl::codes) {
+    if (in.kind == InputDecl::Kind::tensor || in.kind == InputDecl::Kind::codes) {
       words.emplace_back(dtype_name(in.dtype));
       break;
     }
@@ -401,7 +401,7 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
   Ctx x{p, target, sc, plan, collect_values(p), {}, 8};
   // Vector width: 16 bytes of the lead tensor input.
   for (const InputDecl& in : p.inputs())
-    if (in.kind == InputDecl::tensor) { x.vec = int(16 / dtype_size(in.dtype)); break; }
+    if (in.kind == InputDecl::Kind::tensor) { x.vec = int(16 / dtype_size(in.dtype)); break; }
   emit_banner(x);
   emit_params(x);
   switch (plan.kind) {

@@ -271,7 +271,7 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
   const Plan& pl = x.plan;
   const int kRows = cols(x).rows_per_thread;
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
-    if (x.p.inputs()[k].kind != InputDecl::tensor) continue;
+    if (x.p.inputs()[k].kind != InputDecl::Kind::tensor) continue;
     x.out += fmt::format("{}mx_u32 w{}[{}][4];\n", ind, k, kRows);
     if (cols(x).stages > 1 && fast) {
       // Pipelined, a whole tile: its rows have landed in the ring slot (this thread's row r at
@@ -438,7 +438,7 @@ void emit_issue(Ctx& x) {
   const Plan& pl = x.plan;
   int k = -1;
   for (size_t i = 0; i < x.p.inputs().size(); ++i)
-    if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
+    if (x.p.inputs()[i].kind == InputDecl::Kind::tensor) k = int(i);
   const int rb = columns_row_bytes(cols(x)), per_warp = cols(x).tile_rows / (pl.threads / 32);
   x.out += fmt::format("  auto whole = [&](int t_r0, int t_c0) {{ return {}; }};\n", whole_tile(x));
   x.out += "  auto issue = [&](unsigned t, int j) {\n";

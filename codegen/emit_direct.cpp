@@ -458,7 +458,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   for (int o : placed) x.out += fmt::format("    const mx_i64 gp{0} = __shfl_sync(0xffffffffu, gpw{0}, u);\n", o);
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     const InputDecl& in = x.p.inputs()[k];
-    if (in.kind != InputDecl::tensor) continue;
+    if (in.kind != InputDecl::Kind::tensor) continue;
     x.out += fmt::format("    float x{}[8];\n", k);
     if (!vec_input(x, int(k)))
       x.out += fmt::format("    for (int e = 0; e < 8; ++e) x{0}[e] = x{0}_[u][e];\n", k);
@@ -496,7 +496,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   // Roots that are tensor inputs themselves are already +0 out of range (the loads' tails).
   bool bare = true;
   for (const NodePtr& r : x.v.roots)
-    bare = bare && r->op == Op::input && x.p.inputs()[size_t(x.p.input_index(r->name))].kind == InputDecl::tensor;
+    bare = bare && r->op == Op::input && x.p.inputs()[size_t(x.p.input_index(r->name))].kind == InputDecl::Kind::tensor;
   if (pure) {
     // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
     // the full-chunk path has no per-element branches.
@@ -611,7 +611,7 @@ void emit_direct_kernel(Ctx& x) {
   for (int a : row_axes(pl)) x.out += fmt::format("  {} ix{}_[{}];\n", all_vec ? "int" : "mx_i64", a, U);
   for (size_t k = 0; k < x.p.inputs().size(); ++k) {
     const InputDecl& in = x.p.inputs()[k];
-    if (in.kind != InputDecl::tensor) continue;
+    if (in.kind != InputDecl::Kind::tensor) continue;
     if (vec_input(x, int(k))) x.out += fmt::format("  mx_v16 r{}_[{}][{}];\n", k, U, vec_words(in.dtype));
     else x.out += fmt::format("  float x{}_[{}][8];\n", k, U);
   }
@@ -644,7 +644,7 @@ void emit_direct_kernel(Ctx& x) {
   const RowFrame f = row_frame(x, all_vec, "ok[u]", "ix{}_[u]", "    ");
   x.out += f.row_ok + "    cc_[u] = cc0;\n" + f.indices;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
-    if (x.p.inputs()[k].kind == InputDecl::tensor) emit_chunk_loads(x, int(k));
+    if (x.p.inputs()[k].kind == InputDecl::Kind::tensor) emit_chunk_loads(x, int(k));
   for (size_t i = 0; i < dqs.size(); ++i) emit_dequant_loads(x, dqs[i], int(i));
   x.out += "  }\n";
   for (const char* acc : {"tamax", "tamax_fmax"}) {

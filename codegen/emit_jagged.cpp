@@ -85,7 +85,7 @@ void emit_jagged_scalar(Ctx& x) {
   // Value of the element at row ix<ar>, column c.
   std::string body;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
-    if (x.p.inputs()[k].kind == InputDecl::tensor)
+    if (x.p.inputs()[k].kind == InputDecl::Kind::tensor)
       body += fmt::format("    float x{0}[1];\n    x{0}[0] = {1}(P.in[{0}], {2});\n", k, load_fn(x.p.inputs()[k].dtype),
                           x.in_offset(int(k), "", "c"));
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
@@ -145,7 +145,7 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
   const int ar = pl.ax_r, ac = pl.ax_c, TC = jp.cols_per_cta / 8, RL = pl.threads / TC;
   const bool f32 = [&] {
     for (const InputDecl& in : x.p.inputs())
-      if (in.kind == InputDecl::tensor) return in.dtype == DType::f32;
+      if (in.kind == InputDecl::Kind::tensor) return in.dtype == DType::f32;
     return false;
   }();
   const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
@@ -234,7 +234,7 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   const int ar = pl.ax_r, ac = pl.ax_c;
   int k = -1;
   for (size_t i = 0; i < x.p.inputs().size(); ++i)
-    if (x.p.inputs()[i].kind == InputDecl::tensor) k = int(i);
+    if (x.p.inputs()[i].kind == InputDecl::Kind::tensor) k = int(i);
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   const bool f32 = dt == DType::f32;
   const int W = jp.cols_per_cta, TC = W / 8, RL = pl.threads / TC, U = jp.rows_in_flight, NW = f32 ? 8 : 4, CR = jp.cached_rows;

@@ -37,7 +37,7 @@ int vec_words(DType t) { return t == DType::f32 ? 2 : 1; }
 std::vector<int> tensor_inputs(const Ctx& x) {
   std::vector<int> t;
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
-    if (x.p.inputs()[k].kind == InputDecl::tensor) t.push_back(int(k));
+    if (x.p.inputs()[k].kind == InputDecl::Kind::tensor) t.push_back(int(k));
   return t;
 }
 
@@ -87,7 +87,7 @@ bool register_roots(const Ctx& x) {
 // Whether every root is a tensor input itself (its +0 loads past the line need no mask).
 bool bare_roots(const Ctx& x) {
   for (const NodePtr& r : x.v.roots)
-    if (r->op != Op::input || x.p.inputs()[size_t(x.p.input_index(r->name))].kind != InputDecl::tensor) return false;
+    if (r->op != Op::input || x.p.inputs()[size_t(x.p.input_index(r->name))].kind != InputDecl::Kind::tensor) return false;
   return true;
 }
 

@@ -105,14 +105,14 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   for (const NodePtr& q : v.quantizes) bare_rne = bare_rne && q->round == Round::nearest_even;
   for (const NodePtr& r : v.roots) bare_rne = bare_rne && r->op == Op::input;
   for (const InputDecl& in : p.inputs())
-    if (in.kind == InputDecl::tensor) bare_rne = bare_rne && dtype_size(in.dtype) == 2;
+    if (in.kind == InputDecl::Kind::tensor) bare_rne = bare_rne && dtype_size(in.dtype) == 2;
   bool hw_fp8 = target.hw_fp8();
   for (const NodePtr& q : v.quantizes)
     hw_fp8 = hw_fp8 && (q->elem == e4m3 || q->elem == e5m2) && q->round == Round::nearest_even && !q->flush_subnormals;
   for (const NodePtr& r : v.roots) hw_fp8 = hw_fp8 && (r->op == Op::input || chunk_dequant(p, plan.ax_c, sc, r));
   bool vec = true;
   for (size_t i = 0; i < p.inputs().size(); ++i)
-    if (p.inputs()[i].kind == InputDecl::tensor) vec = vec && sc.vector_along(i, plan.ax_c);
+    if (p.inputs()[i].kind == InputDecl::Kind::tensor) vec = vec && sc.vector_along(i, plan.ax_c);
   d.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : ((hw_fp8 || bare_rne) && vec ? 4 : 2);
   // Elements divided by their factor (a generic scale's Apply::divide: an IEEE division per
   // element, a call ptxas gives registers) spill at 32 registers: 6 CTAs per SM (<= 40).
@@ -301,7 +301,7 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   int esize = 2;
   bool f16 = false;
   for (const InputDecl& in : p.inputs())
-    if (in.kind == InputDecl::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
+    if (in.kind == InputDecl::Kind::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
   // Rows in flight set the registers of pass 2: 8 fit 2 CTAs per SM; at 4 CTAs (64 registers)
   // 4 (2 of f32), and with a cluster 1 of f32 and 3 of f16 (ptxas spills at more;
   // docs/perf-log.md#jagged-rows-in-flight). A cluster is a schedule, not the default
@@ -376,7 +376,7 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
   // 8 chunks of a 2-byte input read by vectors are 32 registers; 4 of anything else.
   bool narrow = true;
   for (size_t k = 0; k < p.inputs().size(); ++k)
-    if (p.inputs()[k].kind == InputDecl::tensor)
+    if (p.inputs()[k].kind == InputDecl::Kind::tensor)
       narrow = narrow && dtype_size(p.inputs()[k].dtype) == 2 && sc.vector_along(k, plan.ax_c);
   r.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : across ? 2 : narrow ? 8 : 4;
   if (plan.threads < 32 || plan.threads > 1024 || (plan.threads & (plan.threads - 1)) != 0)

@@ -159,7 +159,7 @@ void choose_tensorwise_axes(const Pipeline& p, const StrideClass& sc, Plan& plan
 
 int first_tensor_input(const Pipeline& p) {
   for (size_t i = 0; i < p.inputs().size(); ++i)
-    if (p.inputs()[i].kind == InputDecl::tensor || p.inputs()[i].kind == InputDecl::codes) return int(i);
+    if (p.inputs()[i].kind == InputDecl::Kind::tensor || p.inputs()[i].kind == InputDecl::Kind::codes) return int(i);
   return -1;
 }
 
@@ -297,8 +297,8 @@ bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   int tensors = 0;
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& in = p.inputs()[k];
-    if (in.kind == InputDecl::vector) continue;
-    if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16)) return false;
+    if (in.kind == InputDecl::Kind::vector) continue;
+    if (in.kind != InputDecl::Kind::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16)) return false;
     if (!sc.vector_along(k, plan.ax_c)) return false;
     ++tensors;
   }
@@ -330,8 +330,8 @@ bool jagged_vector_applies(const Pipeline& p, const ValueSet& v, const Plan& pla
   int tensors = 0;
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& in = p.inputs()[k];
-    if (in.kind == InputDecl::offsets) continue;
-    if (in.kind != InputDecl::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16 && in.dtype != DType::f32))
+    if (in.kind == InputDecl::Kind::offsets) continue;
+    if (in.kind != InputDecl::Kind::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16 && in.dtype != DType::f32))
       return false;
     if (!sc.vector_along(k, plan.ax_c)) return false;
     ++tensors;

@@ -99,20 +99,20 @@ struct Collector {
     switch (n->op) {
       case Op::input:
         domain(n->name, n->rank);
-        add({n->name, n->dtype, n->rank, InputDecl::tensor});
+        add({n->name, n->dtype, n->rank, InputDecl::Kind::tensor});
         return;
       case Op::vec_input:
         domain(n->name, n->rank);
-        add({n->name, n->dtype, 1, InputDecl::vector, n->axis});
+        add({n->name, n->dtype, 1, InputDecl::Kind::vector, n->axis});
         return;
       case Op::dequant:
         domain(n->args[0]->name, n->rank);
-        add({n->args[0]->name, DType::u8, n->rank, InputDecl::codes, n->block.axes[0]});
-        add({n->args[1]->name, n->args[1]->dtype, n->rank, InputDecl::scales, n->block.axes[0]});
+        add({n->args[0]->name, DType::u8, n->rank, InputDecl::Kind::codes, n->block.axes[0]});
+        add({n->args[1]->name, n->args[1]->dtype, n->rank, InputDecl::Kind::scales, n->block.axes[0]});
         return;
       case Op::blocks:
         walk(n->args[0]);
-        if (n->block.jagged()) add({n->block.offsets, DType::i32, 1, InputDecl::offsets, n->block.axes[0]});
+        if (n->block.jagged()) add({n->block.offsets, DType::i32, 1, InputDecl::Kind::offsets, n->block.axes[0]});
         return;
       case Op::scale:
         // The scale's expressions are functions of the amaxes, not of inputs.
@@ -186,7 +186,7 @@ Pipeline pipeline(std::vector<Output> outputs) {
     c.walk(o.node);
     // A grouped scale layout reads its group ends from an offsets input of its own.
     if (o.layout.grouped())
-      c.add({o.layout.group_offsets(), DType::i32, 1, InputDecl::offsets, o.layout.group_axis()});
+      c.add({o.layout.group_offsets(), DType::i32, 1, InputDecl::Kind::offsets, o.layout.group_axis()});
   }
   for (const InputDecl& in : c.inputs)
     if (names.count(in.name))

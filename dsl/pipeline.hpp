@@ -40,7 +40,7 @@ struct InputDecl {
   std::string name;
   DType dtype;
   int rank;           ///< full-rank inputs: the domain rank; vectors: 1; offsets: 1
-  enum Kind : uint8_t { tensor, vector, offsets, codes, scales } kind = tensor;
+  enum class Kind : uint8_t { tensor, vector, offsets, codes, scales } kind = Kind::tensor;
   int axis = -1;      ///< vector: the domain axis it runs along
 };
 

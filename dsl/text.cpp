@@ -557,11 +557,11 @@ Pipeline parse_pipeline(std::string_view text) { return Parser(text).run(); }
 
 std::string to_text(const Pipeline& p) {
   const std::vector<InputDecl>& ins = p.inputs();
-  if (ins.empty() || ins[0].name != "x" || ins[0].kind != InputDecl::tensor)
+  if (ins.empty() || ins[0].name != "x" || ins[0].kind != InputDecl::Kind::tensor)
     no_text_form(fmt::format("its first input is '{}', not a tensor named 'x' (the text form's one input)",
                              ins.empty() ? "" : ins[0].name));
   for (size_t i = 1; i < ins.size(); ++i)
-    if (ins[i].kind != InputDecl::offsets)
+    if (ins[i].kind != InputDecl::Kind::offsets)
       no_text_form(fmt::format("input '{}' is neither 'x' nor a groups offsets array; the text form reads one "
                                "tensor named 'x'", ins[i].name));
   const std::vector<Output>& outs = p.outputs();

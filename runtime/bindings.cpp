@@ -113,10 +113,10 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
   // The domain: the first full-rank input (codes inputs are packed along their block axis).
   for (size_t k = 0; k < inputs.size() && b.shape.empty(); ++k) {
     const InputDecl& d = p.inputs()[k];
-    if (d.kind == InputDecl::tensor || d.kind == InputDecl::codes) {
+    if (d.kind == InputDecl::Kind::tensor || d.kind == InputDecl::Kind::codes) {
       b.shape = inputs[k].shape;
       // FP4 codes hold two elements per byte along the block axis.
-      if (d.kind == InputDecl::codes && codes_packed(p, d.name) && d.axis >= 0 && size_t(d.axis) < b.shape.size())
+      if (d.kind == InputDecl::Kind::codes && codes_packed(p, d.name) && d.axis >= 0 && size_t(d.axis) < b.shape.size())
         b.shape[size_t(d.axis)] *= 2;
     }
   }
@@ -125,24 +125,24 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
     const Arg what{"input", d.name};
     const TensorView& v = inputs[k];
     switch (d.kind) {
-      case InputDecl::tensor:
+      case InputDecl::Kind::tensor:
         check_common(what, v, d.dtype, size_t(d.rank), device);
         if (v.shape != b.shape)
           throw UsageError(fmt::format("{}: shape {} differs from the domain {}", what.str(), shape_text(v.shape),
                                        shape_text(b.shape)));
         break;
-      case InputDecl::vector:
+      case InputDecl::Kind::vector:
         check_common(what, v, d.dtype, 1, device);
         if (v.shape[0] != b.shape.at(size_t(d.axis)))
           throw UsageError(fmt::format("{}: length {} differs from the domain's extent {} along axis {}", what.str(),
                                        v.shape[0], b.shape[size_t(d.axis)], d.axis));
         break;
-      case InputDecl::offsets:
+      case InputDecl::Kind::offsets:
         check_common(what, v, DType::i32, 1, device);
         b.groups = v.shape[0];
         break;
-      case InputDecl::codes:
-      case InputDecl::scales:
+      case InputDecl::Kind::codes:
+      case InputDecl::Kind::scales:
         check_common(what, v, d.dtype, size_t(d.rank), device);
         break;
     }

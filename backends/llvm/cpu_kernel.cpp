@@ -57,13 +57,13 @@ std::vector<int32_t> check_inputs(const Pipeline& p, std::span<const TensorView>
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& d = p.inputs()[k];
     std::vector<int64_t> want;
-    if (d.kind == InputDecl::codes) {
+    if (d.kind == InputDecl::Kind::codes) {
       want = domain;
       if (dq.at(d.name)->elem.packed()) want[size_t(d.axis)] /= 2;
-    } else if (d.kind == InputDecl::scales) {
+    } else if (d.kind == InputDecl::Kind::scales) {
       for (auto& [name, node] : dq)
         if (node->args[1]->name == d.name) want = scale_shape(node->block, domain);
-    } else if (d.kind == InputDecl::offsets) {
+    } else if (d.kind == InputDecl::Kind::offsets) {
       std::vector<int32_t> e(size_t(in[k].shape[0]));
       for (size_t g = 0; g < e.size(); ++g) e[g] = static_cast<const int32_t*>(in[k].data)[int64_t(g) * in[k].strides[0]];
       reference::validate_group_ends(d.name, e, domain.at(size_t(d.axis)));
@@ -233,7 +233,7 @@ std::string CpuKernel::ir_text() const { return state_->first->ir_text; }
 CpuKernel cpu_jit(const Pipeline& p) {
   std::vector<int> unit;
   for (const InputDecl& in : p.inputs())
-    unit.push_back(in.kind == InputDecl::vector || in.kind == InputDecl::offsets ? 0 : in.rank - 1);
+    unit.push_back(in.kind == InputDecl::Kind::vector || in.kind == InputDecl::Kind::offsets ? 0 : in.rank - 1);
   CpuKernel k;
   k.state_ = std::make_shared<CpuKernelState>(p);
   k.state_->first = k.state_->get(unit);

@@ -16,7 +16,7 @@ void add_unique(std::vector<int>& v, int a) {
 
 int lead_unit_axis(const Pipeline& p, const std::vector<int>& unit_axis) {
   for (size_t i = 0; i < p.inputs().size(); ++i)
-    if (p.inputs()[i].kind == InputDecl::tensor || p.inputs()[i].kind == InputDecl::codes)
+    if (p.inputs()[i].kind == InputDecl::Kind::tensor || p.inputs()[i].kind == InputDecl::Kind::codes)
       return i < unit_axis.size() ? unit_axis[i] : -1;
   return -1;
 }

@@ -114,29 +114,29 @@ class Run {
       const TensorView& v = inputs_[i];
       const std::string what = input_what(d);
       switch (d.kind) {
-        case InputDecl::tensor:
+        case InputDecl::Kind::tensor:
           check_view(what, v, d.dtype, rank);
           check_extents(what, v, domain_);
           break;
-        case InputDecl::vector:
+        case InputDecl::Kind::vector:
           check_view(what, v, d.dtype, 1);
           check_extents(what, v, {domain_[size_t(d.axis)]});
           break;
-        case InputDecl::offsets: {
+        case InputDecl::Kind::offsets: {
           check_view(what, v, DType::i32, 1);
           std::vector<int32_t> ends = read_i32(v);
           validate_group_ends(d.name, ends, domain_[size_t(d.axis)]);
           ends_[d.name] = std::move(ends);
           break;
         }
-        case InputDecl::codes: {
+        case InputDecl::Kind::codes: {
           check_view(what, v, DType::u8, rank);
           std::vector<int64_t> want = domain_;
           if (dequant.at(d.name)->elem.packed()) want[size_t(d.axis)] /= 2;
           check_extents(what, v, want);
           break;
         }
-        case InputDecl::scales: {
+        case InputDecl::Kind::scales: {
           check_view(what, v, d.dtype, rank);
           const Node* dq = nullptr;
           for (auto& [name, node] : dequant)
@@ -269,10 +269,10 @@ std::vector<int64_t> infer_domain(const Pipeline& p, std::span<const TensorView>
   std::map<std::string, const Node*> dequant;
   for (const Output& o : p.outputs()) collect_dequant(o.node, dequant);
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (p.inputs()[i].kind == InputDecl::tensor) return inputs[i].shape;
+    if (p.inputs()[i].kind == InputDecl::Kind::tensor) return inputs[i].shape;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputDecl& d = p.inputs()[i];
-    if (d.kind != InputDecl::codes) continue;
+    if (d.kind != InputDecl::Kind::codes) continue;
     std::vector<int64_t> shape = inputs[i].shape;
     if (int(shape.size()) != p.rank())
       throw UsageError(fmt::format("input '{}': rank must be {}, got {}", d.name, p.rank(), shape.size()));

@@ -30,11 +30,11 @@ namespace {
 
 const char* input_kind_name(InputDecl::Kind k) {
   switch (k) {
-    case InputDecl::tensor: return "tensor";
-    case InputDecl::vector: return "vector";
-    case InputDecl::offsets: return "offsets";
-    case InputDecl::codes: return "codes";
-    case InputDecl::scales: return "scales";
+    case InputDecl::Kind::tensor: return "tensor";
+    case InputDecl::Kind::vector: return "vector";
+    case InputDecl::Kind::offsets: return "offsets";
+    case InputDecl::Kind::codes: return "codes";
+    case InputDecl::Kind::scales: return "scales";
   }
   return "?";
 }

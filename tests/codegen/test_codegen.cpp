@@ -91,7 +91,9 @@ TEST_CASE("every variant x format x rule compiles for sm_90a and sm_100a" * doct
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     Target t = Target::parse(arch);
     std::vector<std::future<std::string>> jobs;
-    for (auto& [name, p] : vs) {
+    for (auto& v : vs) {  // lambdas capture no structured bindings before clang 16
+      const std::string& name = v.first;
+      const Pipeline& p = v.second;
       StrideClass sc = default_stride_class(p);
       jobs.push_back(std::async(std::launch::async, [&, sc] {
         CompiledKernel k = compile(p, t, sc);
@@ -119,7 +121,8 @@ TEST_CASE("packed and split layouts: the direct and tiled kernels store them by 
   // kernel's block column is C, the tiled kernel's gc.
   Schedule tiled;
   tiled.kernel = KernelKind::tiled;
-  for (const auto& [sched, col] : {std::pair{Schedule{}, "C"}, std::pair{tiled, "gc"}}) {
+  for (const auto& [sched, col_name] : {std::pair{Schedule{}, "C"}, std::pair{tiled, "gc"}}) {
+    const char* col = col_name;  // CAPTURE takes no structured binding before clang 16
     CAPTURE(col);
     const std::string src = generate(packed, t, default_stride_class(packed), sched).source;
     CHECK(src.find(fmt::format("mx_i64((mx_u64({}) % 4u))", col)) != std::string::npos);
@@ -174,7 +177,8 @@ TEST_CASE("software encodes: pair emulations or mx_encode_rne for nearest even, 
       {e3m2, "mx_e3m2x2_via_e5m2_finite(", "= mx_encode_rne<"},
       {int8, "mx_int8x2_finite(", "mx_int8x2_finite("}};
   for (const auto& [f, sm90, sm80] : want) {
-    CAPTURE(f.str());
+    const std::string format = f.str();  // CAPTURE takes no structured binding before clang 16
+    CAPTURE(format);
     auto s = e8m0_scale(amax(blocks(x, 1, 32)), f, ScaleRule::floor);
     const Pipeline rne = pipeline({output("q", cast(f, x / s)), output("s", s)});
     const Pipeline sr = pipeline({output("q", cast(f, x / s, Round::stochastic)), output("s", s)});
@@ -379,7 +383,8 @@ TEST_CASE("the benchmark's casts compile for sm_90a within their register budget
     CHECK(make_plan(sw, Target::parse("sm_90a"), default_stride_class(sw)).direct().chunks_per_thread == 4);
     CHECK(spill_bytes(sw, default_stride_class(sw)) == 0);
   }
-  for (const auto& [name, p] : variants()) {
+  for (const auto& [variant, p] : variants()) {
+    const std::string& name = variant;  // CAPTURE takes no structured binding before clang 16
     CAPTURE(name);
     if (name == "3-D expert") CHECK(spill_bytes(p, default_stride_class(p)) == 0);
     // Two scales of 8 x 8 values each at 64 registers (4 CTAs per SM): the unrolled tail path
@@ -439,7 +444,8 @@ TEST_CASE("columns kernel plans: dim1 and dim0+dim1 warp shapes, tunings") {
 TEST_CASE("columns kernel pipelined: ring size, CTAs per SM, refusal, compiles without spills" *
           doctest::test_suite("slow")) {
   const Target t = Target::parse("sm_90a");
-  for (const auto& [name, p] : variants()) {
+  for (const auto& [variant, p] : variants()) {
+    const std::string& name = variant;  // CAPTURE takes no structured binding before clang 16
     if (name != "dim0+dim1" && name != "3-D expert") continue;
     CAPTURE(name);
     const bool fused = name == "dim0+dim1";

@@ -155,7 +155,9 @@ TEST_CASE("columns kernel, dim0+dim1 without bulk copies: 256-byte L2 loads, a b
   const std::string linear = "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) ; mxfp8.e4m3 rceil blocks(0,32) q:col_major";
   const std::string blocked =
       "bf16[2] -> mxfp8.e4m3 rceil blocks(1,32) s:blocked128x4 ; mxfp8.e4m3 rceil blocks(0,32) q:col_major s:blocked128x4";
-  for (const auto& [spec, arch] : {std::pair{linear, "sm_90a"}, std::pair{blocked, "sm_89"}}) {
+  for (const auto& [spec_text, arch_name] : {std::pair{linear, "sm_90a"}, std::pair{blocked, "sm_89"}}) {
+    const std::string& spec = spec_text;  // CAPTURE takes no structured binding before clang 16
+    const char* arch = arch_name;
     CAPTURE(spec);
     CAPTURE(arch);
     const Built b = build(spec, arch);

@@ -41,7 +41,8 @@ TEST_CASE("schedule text: bad text names the field or value at fault") {
       {"tune(hoist_loads=2)", "hoist_loads=2 is not 0 or 1"},
       {"tune(kernel=fast)", "kernel 'fast' is none of automatic, direct, tiled, columns, jagged"},
   };
-  for (const auto& [text, why] : bad) {
+  for (const auto& [bad_text, why] : bad) {
+    const auto& text = bad_text;  // CAPTURE takes no structured binding before clang 16
     CAPTURE(text);
     CHECK_THROWS_WITH_AS(Schedule::parse(text), doctest::Contains(why), UsageError);
   }

@@ -201,7 +201,7 @@ TEST_CASE("pipelines with a grouped scale layout take the offsets input and hash
   auto p = pipeline({output("q", q), output("s", s, layout::grouped_blocked_128x4(offsets("offs"), 0))});
   REQUIRE(p.inputs().size() == 2);
   CHECK(p.inputs()[1].name == "offs");
-  CHECK(p.inputs()[1].kind == InputDecl::offsets);
+  CHECK(p.inputs()[1].kind == InputDecl::Kind::offsets);
   CHECK(p.inputs()[1].dtype == DType::i32);
   CHECK(p.inputs()[1].axis == 0);
   auto plain = pipeline({output("q", q), output("s", s, layout::blocked_128x4())});

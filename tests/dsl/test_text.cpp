@@ -132,7 +132,7 @@ TEST_CASE("text: outputs are q, s, q1, s1, ..., amax and x is the input") {
   const Pipeline g = parse_pipeline("f16[2] -> fp8.e4m3 groups(0,ends)");
   REQUIRE(g.inputs().size() == 2);
   CHECK(g.inputs()[1].name == "ends");
-  CHECK(g.inputs()[1].kind == InputDecl::offsets);
+  CHECK(g.inputs()[1].kind == InputDecl::Kind::offsets);
   CHECK(g.outputs()[1].dtype == DType::f32);  // FP32 scales
 }
 

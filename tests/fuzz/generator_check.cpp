@@ -87,9 +87,9 @@ Buffer input_buffer(const Pipeline& p, const Case& k, size_t i) {
   b.host.emplace(in.dtype, in.shape, in.strides);
   test::HostTensor& t = *b.host;
   const uint64_t seed = k.seed * 131 + i;
-  if (d.kind == InputDecl::offsets) {
+  if (d.kind == InputDecl::Kind::offsets) {
     std::memcpy(t.bytes.data(), in.ends.data(), in.ends.size() * 4);
-  } else if (d.kind == InputDecl::codes || d.kind == InputDecl::scales) {
+  } else if (d.kind == InputDecl::Kind::codes || d.kind == InputDecl::Kind::scales) {
     std::mt19937_64 rng(seed);
     if (in.dtype == DType::f32) {
       test::fill_random(t, seed, in.fill == Fill::adversarial);
@@ -97,7 +97,7 @@ Buffer input_buffer(const Pipeline& p, const Case& k, size_t i) {
       // Codes: any byte; byte scales: mostly moderate exponents, with 0, 254 and 255 (NaN).
       const uint8_t special[] = {0, 254, 255, 127};
       for (size_t j = 0; j < t.bytes.size(); ++j)
-        t.bytes[j] = d.kind == InputDecl::codes ? uint8_t(rng()) : j % 7 == 3 ? special[(j / 7) % 4] : uint8_t(110 + rng() % 30);
+        t.bytes[j] = d.kind == InputDecl::Kind::codes ? uint8_t(rng()) : j % 7 == 3 ? special[(j / 7) % 4] : uint8_t(110 + rng() % 30);
     }
   } else if (in.fill == Fill::edge && in.dtype != DType::f16) {
     const std::vector<float> edges = in.dtype == DType::f32 ? test::fp32_edge_amaxes() : test::bf16_edge_amaxes();

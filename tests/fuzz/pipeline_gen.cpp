@@ -325,18 +325,18 @@ Case generate_case(Choices& c) {
     InputData in;
     in.dtype = d.dtype;
     switch (d.kind) {
-      case InputDecl::tensor:
+      case InputDecl::Kind::tensor:
         in.shape = k.domain;
         break;
-      case InputDecl::vector:
+      case InputDecl::Kind::vector:
         in.shape = {k.domain[size_t(d.axis)]};
         break;
-      case InputDecl::codes:
+      case InputDecl::Kind::codes:
         in.shape = k.domain;
         for (const Output& o : p.outputs())  // FP4 codes: two per byte along the block axis
           if (o.node->op == Op::dequant && o.node->elem.packed()) in.shape[size_t(d.axis)] /= 2;
         break;
-      case InputDecl::scales:
+      case InputDecl::Kind::scales:
         for (const Output& o : p.outputs())
           if (o.node->op == Op::dequant) in.shape = scale_shape(o.node->block, k.domain);
         if (in.shape.empty()) in.shape = k.domain;  // under an expression: its dequantize node
@@ -344,7 +344,7 @@ Case generate_case(Choices& c) {
           for (const NodePtr& a : o.node->args)
             if (a->op == Op::dequant) in.shape = scale_shape(a->block, k.domain);
         break;
-      case InputDecl::offsets: {
+      case InputDecl::Kind::offsets: {
         const int64_t extent = k.domain[size_t(d.axis)];
         const int n = int(c.below(6));
         int64_t prev = 0;
@@ -362,7 +362,7 @@ Case generate_case(Choices& c) {
         break;
       }
     }
-    in.strides = d.kind == InputDecl::offsets ? std::vector<int64_t>{1} : strides_of(c, in.shape, k.recipe);
+    in.strides = d.kind == InputDecl::Kind::offsets ? std::vector<int64_t>{1} : strides_of(c, in.shape, k.recipe);
     const std::optional<int64_t> n = element_count(in.shape);
     in.unaddressable = !n || *n > kCap * 64;  // never read: the launch must refuse it, or it is empty
     const uint32_t f = c.below(10);

@@ -32,7 +32,7 @@ inline int64_t check_against_reference(const Kernel& k, std::vector<HostTensor>&
   for (HostTensor& h : gpu_inputs ? *gpu_inputs : inputs) dev_in_store.push_back(DeviceTensor::of(h, in_shift));
   for (DeviceTensor& d : dev_in_store) dev_in.push_back(d.v);
   for (size_t i = 0; i < p.inputs().size() && shape.empty(); ++i)
-    if (p.inputs()[i].kind == InputDecl::tensor) shape = inputs[i].v.shape;
+    if (p.inputs()[i].kind == InputDecl::Kind::tensor) shape = inputs[i].v.shape;
   std::vector<HostTensor> ref_out, gpu_out;
   std::vector<DeviceTensor> dev_out_store;
   std::vector<TensorView> ref_views, dev_views;

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/reference/numerics.hpp"
 #include "mxjit/mxjit.hpp"
 #include "tools/mxjit/cast_exec.hpp"
 #include "tools/mxjit/npy.hpp"
@@ -82,7 +83,7 @@ void store(std::vector<uint8_t>& data, NpyType t, int64_t at, float f) {
     const uint16_t h = uint16_t(u >> 16);  // truncation keeps special values special
     std::memcpy(data.data() + 2 * at, &h, 2);
   } else {
-    const _Float16 h = static_cast<_Float16>(f);
+    const uint16_t h = mxjit::reference::f32_to_f16_rne(f);  // not _Float16: clang 14 lacks it on x86
     std::memcpy(data.data() + 2 * at, &h, 2);
   }
 }
@@ -173,7 +174,7 @@ int cmd_expect(int argc, char** argv) {
   const mxjit::DType dt = x.type == NpyType::u2 ? mxjit::DType::bf16 : x.type == NpyType::f2 ? mxjit::DType::f16
                                                                                           : mxjit::DType::f32;
   for (const mxjit::InputDecl& d : p.inputs())
-    in.push_back(d.kind == mxjit::InputDecl::tensor
+    in.push_back(d.kind == mxjit::InputDecl::Kind::tensor
                      ? mxjit::TensorView::contiguous(const_cast<uint8_t*>(x.data.data()), dt, x.shape)
                      : mxjit::TensorView::contiguous(offs.data.data(), mxjit::DType::i32, offs.shape));
   const int64_t groups = offs.shape.empty() ? 0 : offs.shape[0];

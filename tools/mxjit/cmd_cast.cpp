@@ -75,7 +75,7 @@ std::vector<std::string> file_names(const Pipeline& p) {
 /// Checks that the .npy input fits the pipeline's declared input `x`.
 void check_input(const Pipeline& p, const NpyArray& a, DType dtype, const std::string& path) {
   for (const InputDecl& d : p.inputs()) {
-    if (d.kind != InputDecl::tensor) continue;
+    if (d.kind != InputDecl::Kind::tensor) continue;
     if (d.dtype != dtype || d.rank != int(a.shape.size()))
       throw UsageError(fmt::format("{}: holds {}[{}] (rank {}) but the spec's input is {}[{}]", path,
                                    dtype_name(dtype), fmt::join(a.shape, ","), a.shape.size(), dtype_name(d.dtype),
@@ -119,9 +119,9 @@ int run_cast(const CastCommand& c) {
   NpyArray offs;
   bool fed_offsets = false;
   for (const InputDecl& d : p.inputs()) {
-    if (d.kind == InputDecl::tensor) {
+    if (d.kind == InputDecl::Kind::tensor) {
       in.views.push_back(TensorView::strided(const_cast<uint8_t*>(x.data.data()), dtype, x.shape, x.strides()));
-    } else if (d.kind == InputDecl::offsets) {
+    } else if (d.kind == InputDecl::Kind::offsets) {
       if (c.flags.groups.empty())
         throw UsageError(fmt::format("the spec's groups need their ends: pass --groups FILE.npy (int32 '{}')", d.name));
       if (!fed_offsets) offs = read_npy(c.flags.groups);

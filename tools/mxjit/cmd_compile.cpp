@@ -56,7 +56,7 @@ int run_compile(const CompileCommand& c) {
   detail::StrideClass sc = detail::default_stride_class(p);
   if (c.input_order == "f")
     for (size_t i = 0; i < p.inputs().size(); ++i)
-      if (p.inputs()[i].kind == InputDecl::tensor) sc.unit_axis[i] = 0;
+      if (p.inputs()[i].kind == InputDecl::Kind::tensor) sc.unit_axis[i] = 0;
   detail::CompileOptions options;
   options.want_ptx = c.emit == "ptx";
   options.resource_usage = c.resource_usage;
