@@ -458,9 +458,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   x.out += fmt::format("    const mx_i64 c = mx_i64(bx) * {} + cw;\n", W);
   store_group_scales(x, K > 1 ? "q == 0 && g < G && c < n_c" : "g < G && c < n_c", "    ", whole);
   x.out += "    s_mult[cw] = mult;\n    s_flag[cw] = flag;\n  }\n";
-  // Done reading the others' part[]: arrive now, wait at the end (a CTA's shared memory must
-  // outlive the cluster's reads of it).
-  if (K > 1) x.out += "  mx_cluster_arrive();\n";
+  // Done reading the others' part[] (their values are used above): arrive now, relaxed, and wait
+  // at the end (a CTA's shared memory must outlive the cluster's reads of it).
+  if (K > 1) x.out += "  mx_cluster_arrive_relaxed();\n";
   x.out += "  __syncthreads();\n";
   // This thread's 8 multipliers, and its flags as per-word masks (codes kept / zero or NaN fill).
   x.out += "  float mult0[8];\n#pragma unroll\n  for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";

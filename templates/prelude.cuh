@@ -179,6 +179,11 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
 MX_D void mx_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 MX_D void mx_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 MX_D void mx_cluster_sync() { mx_cluster_arrive(); mx_cluster_wait(); }
+// An arrive without release, for a barrier that only keeps each CTA's shared memory alive until the
+// others' reads of it are done: a thread's reads before it have had their values used, so they are
+// complete. A release arrive would also wait for the thread's outstanding writes (global scale
+// stores), an ERRBAR that ncu showed stalling the jagged kernel (docs/perf-log.md, tenth session).
+MX_D void mx_cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
 // The launch's cluster size and this CTA's rank in it.
 MX_D unsigned mx_cluster_size() {
   unsigned n;
