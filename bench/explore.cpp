@@ -46,7 +46,7 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, cons
   std::vector<Schedule> asked;
   for (const std::string& text : options.schedules) asked.push_back(Schedule::parse(text));
   for (size_t v = 0; v < variants.size(); ++v) {
-    const detail::StrideClass sc = detail::default_stride_class(variants[v].second);
+    const detail::StrideClass sc = detail::contiguous_stride_class(variants[v].second, shape);
     if (options.schedules.empty()) {
       for (const Schedule& s : detail::schedule_candidates(variants[v].second, t, sc)) jobs.push_back({v, s});
       continue;
@@ -89,7 +89,7 @@ ExploreResult explore(const Pipeline& p, const std::vector<int64_t>& shape, cons
   }
   std::sort(res.rows.begin(), res.rows.end(), [](const ExploreRow& a, const ExploreRow& b) { return a.us < b.us; });
   if (options.store && best_given > 0) {
-    detail::store_schedule(p, t, detail::default_stride_class(p), detail::shape_class(p, shape), best);
+    detail::store_schedule(p, t, detail::contiguous_stride_class(p, shape), detail::shape_class(p, shape), best);
     res.stored = best.str();
   }
   return res;

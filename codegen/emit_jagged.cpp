@@ -57,10 +57,11 @@ void store_group_scales(Ctx& x, const std::string& cond, const std::string& ind,
 // The scalar kernel: one thread per column, one element per load (any strides and types). With
 // JaggedPlan::lanes (the input unit-stride along the group axis), a warp per column instead, its
 // lanes on consecutive rows of the group (coalesced loads and code stores), the maximum reduced
-// across the warp:
+// across the warp. Both passes load JaggedPlan::rows_in_flight (R) rows before using any:
 //
 //   column c (a row of a row-major input), group g:  rows row_s .. row_e-1
-//     lane l: rows row_s + l, row_s + l + 32, ...   -> warp max -> scale (lane 0 stores it)
+//     thread:  chunks of rows i0 .. i0+R-1                -> max -> scale
+//     lane l:  chunks of rows i0 + 32e, i0 = row_s + l     -> warp max -> scale (lane 0 stores it)
 void emit_jagged_scalar(Ctx& x) {
   const Plan& pl = x.plan;
   const bool lanes = pl.jagged().lanes;
@@ -81,24 +82,30 @@ void emit_jagged_scalar(Ctx& x) {
   } else {
     x.out += fmt::format("  const mx_i64 c = mx_i64(blockIdx.x) * {} + threadIdx.x;\n  if (c >= P.shape[{}]) return;\n", pl.threads, ac);
   }
-  const std::string first = lanes ? "row_s + lane" : "row_s", step = lanes ? "32" : "1";
-  // Value of the element at row ix<ar>, column c.
-  std::string body;
+  // A chunk of R rows: the loads of all R first (independent, in flight together), then row by
+  // row the value at row ix<ar> = i0 + e * step, where that row is inside the group.
+  const int R = pl.jagged().rows_in_flight, step = lanes ? 32 : 1;
+  const std::string first = lanes ? "row_s + lane" : "row_s", row = step == 1 ? "i0 + e" : "i0 + e * 32";
+  std::string loads = fmt::format("    mx_i64 ix{};\n", ar);
+  for (size_t k = 0; k < x.p.inputs().size(); ++k)
+    if (x.p.inputs()[k].kind == InputDecl::Kind::tensor) loads += fmt::format("    float x{}[{}];\n", k, R);
+  loads += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n      ix{} = {};\n", R, ar, row);
   for (size_t k = 0; k < x.p.inputs().size(); ++k)
     if (x.p.inputs()[k].kind == InputDecl::Kind::tensor)
-      body += fmt::format("    float x{0}[1];\n    x{0}[0] = {1}(P.in[{0}], {2});\n", k, load_fn(x.p.inputs()[k].dtype),
-                          x.in_offset(int(k), "", "c"));
+      loads += fmt::format("      x{0}[e] = ix{1} < row_e ? {2}(P.in[{0}], {3}) : 0.0f;\n", k, ar, load_fn(x.p.inputs()[k].dtype),
+                           x.in_offset(int(k), "", "c"));
+  loads += "    }\n";
+  const std::string chunk = fmt::format("  for (mx_i64 i0 = {}; i0 < row_e; i0 += {}) {{\n", first, R * step) + loads +
+                            fmt::format("#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n      ix{} = {};\n      if (ix{} >= row_e) break;\n",
+                                        R, ar, row, ar);
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
-  std::string eval = body;
-  std::string v = em.emit(x.v.roots[0], eval, "    ");
-  // leaf_expr names the preloaded element x<k>[e]; e is 0 here.
-  eval = "    const int e = 0;\n" + eval;
-  x.out += "  mx_u32 m = 0u;\n";
-  x.out += fmt::format("  for (mx_i64 ix{0} = {1}; ix{0} < row_e; ix{0} += {2}) {{\n", ar, first, step);
-  x.out += eval + fmt::format("    mx_u32 a = mx_bits({}) & 0x7fffffffu;\n", v);
-  if (x.v.scale_flush[0]) x.out += "    if (a < 0x00800000u) a = 0u;\n";
-  if (const std::string drop = amax_drop_nan(*sn, "a"); !drop.empty()) x.out += "    " + drop + "\n";
-  x.out += "    m = a > m ? a : m;\n  }\n";
+  std::string eval;
+  std::string v = em.emit(x.v.roots[0], eval, "      ");
+  x.out += "  mx_u32 m = 0u;\n" + chunk + eval;
+  x.out += fmt::format("      mx_u32 a = mx_bits({}) & 0x7fffffffu;\n", v);
+  if (x.v.scale_flush[0]) x.out += "      if (a < 0x00800000u) a = 0u;\n";
+  if (const std::string drop = amax_drop_nan(*sn, "a"); !drop.empty()) x.out += "      " + drop + "\n";
+  x.out += "      m = a > m ? a : m;\n    }\n  }\n";
   if (lanes) x.out += "  for (int off = 16; off >= 1; off /= 2) m = mx_umax(m, __shfl_xor_sync(0xffffffffu, m, off));\n";
   x.out += scale_from_amax(sn, "  ");
   x.out += "  if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
@@ -107,23 +114,22 @@ void emit_jagged_scalar(Ctx& x) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;
     const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
-    x.out += fmt::format("  for (mx_i64 ix{0} = {1}; ix{0} < row_e; ix{0} += {2}) {{\n", ar, first, step);
-    x.out += eval;
-    x.out += fmt::format("    float y = {};\n", v);
-    if (q->flush_subnormals) x.out += "    if ((mx_bits(y) & 0x7fffffffu) < 0x00800000u) y = mx_float(mx_bits(y) & 0x80000000u);\n";
-    x.out += generic_scale(*sn) ? fmt::format("    y = {};\n", generic_scale_element(*sn, "y", "mult")) : "    y = y * mult;\n";
+    x.out += chunk + eval;
+    x.out += fmt::format("      float y = {};\n", v);
+    if (q->flush_subnormals) x.out += "      if ((mx_bits(y) & 0x7fffffffu) < 0x00800000u) y = mx_float(mx_bits(y) & 0x80000000u);\n";
+    x.out += generic_scale(*sn) ? fmt::format("      y = {};\n", generic_scale_element(*sn, "y", "mult")) : "      y = y * mult;\n";
     std::string rnd = "0u";
     if (q->round == Round::stochastic) {
-      x.out += fmt::format("    const mx_u32 rnd = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", x.linear_index("", "c"), q->offset,
+      x.out += fmt::format("      const mx_u32 rnd = mx_philox_word0(mx_u64({}), {}ull, {}ull);\n", x.linear_index("", "c"), q->offset,
                            q->seed);
       rnd = "rnd";
     }
     // One value at a time: a hardware pair conversion with a zero partner (FP8 only, byte-sized).
     const char* pair = hw_pair_fn(x, q);
-    if (pair && (q->elem == e4m3 || q->elem == e5m2)) x.out += fmt::format("    mx_u32 k = {}(y, 0.0f) & 0xffu;\n", pair);
-    else x.out += fmt::format("    mx_u32 k = {};\n", encode_call(x, q, "y", rnd));
-    x.out += fmt::format("    if (flag) k = flag == 1u ? 0u : {}u;\n", nan_code(q->elem));
-    x.out += fmt::format("    static_cast<mx_u8*>(P.out[{}])[ix{} * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = mx_u8(k);\n  }}\n",
+    if (pair && (q->elem == e4m3 || q->elem == e5m2)) x.out += fmt::format("      mx_u32 k = {}(y, 0.0f) & 0xffu;\n", pair);
+    else x.out += fmt::format("      mx_u32 k = {};\n", encode_call(x, q, "y", rnd));
+    x.out += fmt::format("      if (flag) k = flag == 1u ? 0u : {}u;\n", nan_code(q->elem));
+    x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[ix{} * P.out_stride[{}][{}] + c * P.out_stride[{}][{}]] = mx_u8(k);\n    }}\n  }}\n",
                          o, ar, o, ar, o, ac);
   }
   x.out += "}\n";

@@ -91,7 +91,9 @@ struct KindText {
                        bits(r.strided_codes));
   }
   std::string operator()(const JaggedPlan& j) const {
-    if (!j.vector) return j.lanes ? "jagged: scalar (a warp per column, lanes along the rows)" : "jagged: scalar (one thread per column)";
+    if (!j.vector)
+      return fmt::format("jagged: scalar ({}) rows_in_flight={}",
+                         j.lanes ? "a warp per column, lanes along the rows" : "one thread per column", j.rows_in_flight);
     return fmt::format("jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={}{} run_rows={}",
                        j.cols_per_cta, j.cached_rows, j.cached_rows_per_step, j.rows_in_flight, j.cluster,
                        j.cluster_at_launch ? " (at most, chosen at launch)" : "", j.run_rows);

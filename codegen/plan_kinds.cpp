@@ -280,6 +280,11 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     j.cols_per_cta = 256;
     j.lanes = lanes;
     if (lanes) j.cols_per_cta = plan.threads / 32;
+    // Element loads move 64 bytes a warp: rows in flight keep enough of them outstanding
+    // (docs/perf-log.md, eleventh session).
+    j.rows_in_flight = s.rows_in_flight ? s.rows_in_flight : lanes ? 4 : 16;
+    if (j.rows_in_flight < 1 || j.rows_in_flight > 16)
+      throw UsageError(fmt::format("schedule: rows_in_flight {} of the jagged kernel must be 1..16", j.rows_in_flight));
     return j;
   }
   // Shared memory caps CTAs per SM at ctas_per_sm and, beyond the reduction's arrays, caches the

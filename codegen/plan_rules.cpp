@@ -399,7 +399,7 @@ Schedule fit_schedule(const Schedule& s, KernelKind k, bool vector_columns, Fit 
   field("hoist_loads", &Schedule::hoist_loads, -1, tiled);
   field("rows_per_thread", &Schedule::rows_per_thread, 0, tiled || columns || jv);
   field("chunks_per_thread", &Schedule::chunks_per_thread, 0, direct || rows);
-  field("rows_in_flight", &Schedule::rows_in_flight, 0, jv);
+  field("rows_in_flight", &Schedule::rows_in_flight, 0, jv || k == KernelKind::jagged);
   field("cluster", &Schedule::cluster, 0, jv);
   field("stages", &Schedule::stages, 0, columns);
   return r;

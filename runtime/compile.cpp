@@ -90,6 +90,17 @@ StrideClass default_stride_class(const Pipeline& p) {
   return sc;
 }
 
+StrideClass contiguous_stride_class(const Pipeline& p, const std::vector<int64_t>& shape) {
+  StrideClass sc = default_stride_class(p);
+  for (size_t k = 0; k < p.inputs().size(); ++k) {
+    const InputDecl& in = p.inputs()[k];
+    if (in.kind != InputDecl::Kind::tensor || shape.size() != size_t(in.rank) || shape.empty()) continue;
+    // Row-major: every stride but the last is a multiple of the last extent.
+    sc.aligned[k] = uint64_t(shape.back()) * dtype_size(in.dtype) % 16 == 0 || shape.size() == 1;
+  }
+  return sc;
+}
+
 std::vector<NvrtcHeader> kernel_header_texts(const std::vector<std::string>& names) {
   std::vector<NvrtcHeader> h;
   for (const std::string& n : names) h.push_back({n, std::string(template_text(n))});

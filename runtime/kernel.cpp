@@ -220,7 +220,11 @@ PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<con
 PreparedLaunch Kernel::prepare(std::span<const TensorView> inputs, std::span<const TensorView> outputs, bool own) const {
   const Pipeline& p = state_->pipeline;
   detail::Binding b = detail::check_bindings(p, inputs, outputs, DeviceKind::cuda);
-  const detail::StrideClass sc{b.unit_axis, b.aligned};
+  detail::StrideClass sc{b.unit_axis, b.aligned};
+  // Offsets and per-channel vectors are read element by element: their alignment is not part of
+  // the class (as in default_stride_class, so that contiguous inputs reuse the eager compile).
+  for (size_t k = 0; k < p.inputs().size() && k < sc.aligned.size(); ++k)
+    if (p.inputs()[k].kind != InputDecl::Kind::tensor && p.inputs()[k].kind != InputDecl::Kind::codes) sc.aligned[k] = false;
   const std::string cls = detail::shape_class(p, b.shape);
   detail::PreparedParts parts;
   detail::Plan unloaded;

@@ -47,7 +47,7 @@ std::vector<Schedule> schedule_candidates(const Pipeline& p, const Target& t, co
   const Plan base = make_plan(p, t, sc);
   if (base.kind == KernelKind::jagged) {
     // The vector kernel: columns per CTA x rows in flight per thread x CTAs per SM (the cap that
-    // keeps a CTA's rows in L2 between its two passes). The scalar kernel has nothing to tune.
+    // keeps a CTA's rows in L2 between its two passes); the scalar kernel: rows in flight.
     // With clusters (sm_90+), CTAs per group too: more CTAs per SM, each caching fewer rows.
     if (base.jagged().vector) {
       for (int w : {32, 64, 128})
@@ -61,6 +61,9 @@ std::vector<Schedule> schedule_candidates(const Pipeline& p, const Target& t, co
       // Column-major codes: runs of 4, 8 or 16 rows (refused for row-major codes).
       for (int w : {32, 64})
         for (int r : {4, 8, 16}) add(Schedule{.tile_cols = w, .rows_per_thread = r});
+    } else {
+      for (int u : {1, 2, 4, 8, 16})
+        if (u != base.jagged().rows_in_flight) add(Schedule{.rows_in_flight = u});
     }
     return out;
   }

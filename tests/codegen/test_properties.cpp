@@ -184,6 +184,36 @@ TEST_CASE("tiled kernel, 8 rows per thread: whole column chunks of codes leave b
   CHECK(t.spill_stores == 0);
 }
 
+// Rows that are not 16-byte aligned (e.g. 5118 bf16 columns) take the scalar jagged kernel, whose
+// element loads move 64 bytes a warp: each pass loads rows_in_flight rows before using one.
+TEST_CASE("jagged kernel, scalar form: rows_in_flight loads per pass, no spills; a bad count is refused") {
+  const std::string spec = "f32[2] -> fp8.e4m3 groups(0,offs)";
+  StrideClass unaligned = default_stride_class(parse_pipeline(spec));
+  unaligned.aligned[0] = false;
+  auto loads = [](const std::string& ptx) {
+    size_t n = 0;
+    for (size_t at = ptx.find("ld.global."); at != std::string::npos; at = ptx.find("ld.global.", at + 1))
+      n += ptx.compare(at, 13, "ld.global.f32") == 0 || ptx.compare(at, 13, "ld.global.u32") == 0 || ptx.compare(at, 13, "ld.global.b32") == 0;
+    return n;
+  };
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    CAPTURE(arch);
+    const Built d = build(spec, arch, {}, unaligned);
+    REQUIRE_FALSE(d.plan.jagged().vector);
+    CHECK(d.plan.jagged().rows_in_flight == 16);
+    CHECK(d.spill_stores == 0);
+    CHECK(loads(d.ptx) == 2 * 16);  // one unrolled chunk of R loads a pass
+    const Built w = build(spec, arch, Schedule{.rows_in_flight = 8}, unaligned);
+    CHECK(w.plan.jagged().rows_in_flight == 8);
+    CHECK(w.spill_stores == 0);
+    CHECK(loads(w.ptx) == 2 * 8);
+  }
+  CHECK_THROWS_WITH_AS(make_plan(parse_pipeline(spec), Target::parse("sm_90a"), unaligned, Schedule{.rows_in_flight = 17}),
+                       doctest::Contains("rows_in_flight 17 of the jagged kernel must be 1..16"), UsageError);
+  CHECK_THROWS_WITH_AS(make_plan(parse_pipeline(spec), Target::parse("sm_90a"), unaligned, Schedule{.tile_cols = 64}),
+                       doctest::Contains("tile_cols does not apply to the jagged (scalar) kernel"), UsageError);
+}
+
 TEST_CASE("tiled and jagged kernels: shared-memory tiles behind barriers, asynchronous row copies") {
   const Built t = build("bf16[2] -> mxfp8.e4m3 floor blocks(0,1,32x32)");
   CHECK(t.plan.kind == KernelKind::tiled);

@@ -729,4 +729,50 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
   MESSAGE("vector jagged group cases: " << n);
 }
 
+TEST_CASE("jagged groups along the unit-stride axis: a warp per row, rows in flight, formats, prologue, strides") {
+  MXJIT_REQUIRE_GPU();
+  // Per-group rowwise scales of row-major inputs (groups along the rows' unit-stride axis): a warp per
+  // row, its lanes on consecutive elements, 1, 4 (the default) or 16 of them in flight a lane, so that
+  // groups end inside a lane's chunk; rows contiguous or padded, codes row-major or column-major.
+  auto make = [](DType dt, ElemFormat f, int kind, bool cm) {
+    auto x = input("x", dt, rank(2));
+    Expr v = kind == 1 ? gelu(x * 0.75, Gelu::tanh) : Expr(x);
+    Scale s = kind == 2 ? e8m0_scale(amax(groups(v, 1, offsets("offs"))), f, ScaleRule::rceil)
+                        : f32_scale(amax(groups(v, 1, offsets("offs"))), f, F32ScaleOptions{kind == 0, kind == 0});
+    CastOptions o;
+    o.seed = 11;
+    o.flush_subnormals = kind == 3;
+    return pipeline({output("q", cast(f, v / s, kind == 2 ? Round::stochastic : Round::nearest_even, Saturate::finite, o),
+                            cm ? layout::col_major() : layout::row_major()),
+                     output("s", s)});
+  };
+  const std::vector<std::vector<int32_t>> group_ends = {{0, 1, 7, 9, 16, 300, 1000, 1100}, {300, 300, 300, 700}, {1100},
+                                                        {3, 517, 519, 520, 777, 1041, 1100}};
+  int n = 0;
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (int kind = 0; kind < 4; ++kind)
+      for (bool cm : {false, true}) {
+        if (cm && kind != 0) continue;
+        const Pipeline p = make(dt, kind == 3 ? e5m2 : e4m3, kind, cm);
+        for (const Schedule& t : {Schedule{}, Schedule{.rows_in_flight = 1}, Schedule{.rows_in_flight = 16}}) {
+          if (kind != 0 && !t.is_default()) continue;
+          Kernel k = jit(p, current_target(), t);
+          for (auto [len, stride] : {std::array<int64_t, 2>{1104, 0}, {1100, 0}, {1100, 1101}, {1100, 1104}})
+            for (const auto& ends : group_ends) {
+              const int64_t rows = 37;
+              std::vector<HostTensor> in;
+              in.emplace_back(dt, std::vector<int64_t>{rows, len}, stride ? std::vector<int64_t>{stride, 1} : std::vector<int64_t>{});
+              fill_random(in.back(), uint64_t(n + 900), n % 3 == 1);
+              in.emplace_back(DType::i32, std::vector<int64_t>{int64_t(ends.size())});
+              std::memcpy(in.back().bytes.data(), ends.data(), ends.size() * 4);
+              const std::string label = fmt::format("lanes {} kind {} {} len {} stride {} ends {}{}", dtype_name(dt), kind, t.str(), len,
+                                                    stride, ends.size(), cm ? " col-major codes" : "");
+              CHECK(check_against_reference(k, in, label, {rows, len}, int64_t(ends.size())) == 0);
+              ++n;
+            }
+        }
+      }
+  MESSAGE("lane cases: " << n);
+}
+
 }  // TEST_SUITE

@@ -4,6 +4,7 @@ side stream; CUDA-graph capture and replay with new inputs, including a capture 
 JIT miss; a fresh thread; autograd's backward; torch.compile(mode="reduce-overhead"); the second GPU.
 """
 
+import os
 import threading
 
 import pytest
@@ -222,6 +223,25 @@ def test_warmup_and_cache_counters():
              ((64, 64), (64, 64), (64, 2)), ((64, 1), (64, 1), (2, 1)))
     torch.cuda.synchronize()
     assert mxjit.cache_stats()["compiles"] == before["compiles"]  # the launch compiled nothing more
+
+
+def test_launch_with_offsets_reuses_the_eager_compile():
+    # Regression: the offsets' 16-byte alignment once entered the launch's stride class, so a jagged
+    # cast compiled a second kernel (and missed the tuner's stored winners) at its first launch.
+    # A constant of this run's own makes the kernel new to the disk cache (compiles are its writes).
+    x_in = mxjit.input("x", mxjit.bf16, mxjit.rank(2)) * (1.0 + (os.getpid() % 4096) / 8192.0)
+    s_def = mxjit.f32_scale(mxjit.amax(mxjit.groups(x_in, 0, mxjit.offsets("offs"))), mxjit.e4m3)
+    k = mxjit.jit(mxjit.pipeline([mxjit.output("q", mxjit.cast(mxjit.e4m3, x_in / s_def)), mxjit.output("s", s_def)]))
+    mxjit.warmup([k], devices=[0])
+    before = mxjit.cache_stats()
+    x = rand((64, 64)).cuda()
+    offs = torch.tensor([16, 64], dtype=torch.int32, device="cuda")
+    q = torch.empty(64, 64, dtype=torch.uint8, device="cuda")
+    s = torch.empty(2, 64, dtype=torch.float32, device="cuda")
+    k.launch(torch.cuda.current_stream().cuda_stream, 0, (x.data_ptr(), offs.data_ptr(), q.data_ptr(), s.data_ptr()),
+             ((64, 64), (2,), (64, 64), (2, 64)), ((64, 1), (1,), (64, 1), (64, 1)))
+    torch.cuda.synchronize()
+    assert mxjit.cache_stats()["compiles"] == before["compiles"]
 
 
 def test_prepared_launch_checks_pointers_and_follows_the_alignment_class():
