@@ -31,6 +31,7 @@ std::string ExprEmitter::emit(const NodePtr& n, std::string& body, const std::st
         case Op::gelu_tanh: rhs = fmt::format("mx_gelu_tanh({})", a[0]); break;
         case Op::gelu_erf: rhs = fmt::format("mx_gelu_erf({})", a[0]); break;
         case Op::exp: rhs = fmt::format("mx_exp({})", a[0]); break;
+        case Op::round_to: rhs = fmt::format("mx_round_{}({})", n->dtype == DType::bf16 ? "bf16" : "f16", a[0]); break;
         case Op::add: rhs = fmt::format("({} + {})", a[0], a[1]); break;
         case Op::sub: rhs = fmt::format("({} - {})", a[0], a[1]); break;
         case Op::mul: rhs = fmt::format("({} * {})", a[0], a[1]); break;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <fmt/format.h>
 
 #include "dsl/errors.hpp"
@@ -46,11 +47,13 @@ Expr binary(Op op, const char* what, Expr a, Expr b) {
   return Expr(make(std::move(n)));
 }
 
-Expr unary(Op op, Expr a) {
+// `attr` sets the node's attribute (round_to's dtype, floor_log2's mantissa bits).
+Expr unary(Op op, Expr a, const std::function<void(Node&)>& attr = {}) {
   Node n;
   n.op = op;
   n.rank = a.rank();
   n.args = {a.node()};
+  if (attr) attr(n);
   return Expr(make(std::move(n)));
 }
 
@@ -228,18 +231,19 @@ Expr relu(Expr a) { return unary(Op::relu, std::move(a)); }
 Expr silu(Expr a) { return unary(Op::silu, std::move(a)); }
 Expr sigmoid(Expr a) { return unary(Op::sigmoid, std::move(a)); }
 Expr exp(Expr a) { return unary(Op::exp, std::move(a)); }
+Expr round_to(Expr a, DType dtype) {
+  if (dtype != DType::bf16 && dtype != DType::f16)
+    throw UsageError(fmt::format("round_to: dtype {} is not bf16 or f16 (the values are FP32 already; 8-bit formats are cast())",
+                                 dtype_name(dtype)));
+  return unary(Op::round_to, std::move(a), [&](Node& n) { n.dtype = dtype; });
+}
 Expr gelu(Expr a, Gelu kind) { return unary(kind == Gelu::tanh ? Op::gelu_tanh : Op::gelu_erf, std::move(a)); }
 Expr floor_log2(Expr a) { return unary(Op::floor_log2, std::move(a)); }
 Expr ceil_log2(Expr a) { return unary(Op::ceil_log2, std::move(a)); }
 Expr floor_log2(Expr a, int mbits) {
   if (mbits < 0 || mbits > 22)
     throw UsageError(fmt::format("floor_log2(x, mbits={}): mbits is the number of mantissa bits kept, 0..22", mbits));
-  Node n;
-  n.op = Op::floor_log2;
-  n.rank = a.rank();
-  n.bits = mbits;
-  n.args = {a.node()};
-  return Expr(make(std::move(n)));
+  return unary(Op::floor_log2, std::move(a), [&](Node& n) { n.bits = mbits; });
 }
 Expr fmax(Expr a, Expr b) { return binary(Op::fmax, "fmax", std::move(a), std::move(b)); }
 Expr fmin(Expr a, Expr b) { return binary(Op::fmin, "fmin", std::move(a), std::move(b)); }

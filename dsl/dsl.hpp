@@ -64,6 +64,10 @@ enum class Gelu : uint8_t { tanh, erf };
 Expr gelu(Expr a, Gelu kind = Gelu::tanh);
 /// SwiGLU's gated product silu(gate) * up.
 inline Expr swiglu(Expr gate, Expr up) { return silu(std::move(gate)) * std::move(up); }
+/// `a` rounded to `dtype` (bf16 or f16: nearest even, overflow to Inf, NaN stays NaN) and read back
+/// as FP32: an intermediate that a peer's kernel keeps in the input's type, e.g. SGLang's and
+/// vLLM's fused `T(silu(gate)) * up`, which is round_to(round_to(silu(gate), bf16) * up, bf16).
+Expr round_to(Expr a, DType dtype);
 
 /// The block's amax inside a user scale expression.
 Expr amax_var();

@@ -19,6 +19,7 @@ const char* op_name(Op op) {
     case Op::gelu_erf: return "gelu_erf";
     case Op::exp: return "exp";
     case Op::sigmoid: return "sigmoid";
+    case Op::round_to: return "round_to";
     case Op::add: return "add";
     case Op::sub: return "sub";
     case Op::mul: return "mul";
@@ -180,6 +181,7 @@ std::string canonical(const NodePtr& n) {
     case Op::floor_log2:
       if (n->bits >= 0) attrs = fmt::format("{}", n->bits);
       break;
+    case Op::round_to: attrs = dtype_name(n->dtype); break;
     case Op::tensor_amax:
       if (n->amax_nan == AmaxNan::ignore) attrs = "amax_fmax";  // printed only when set: earlier hashes stay
       break;

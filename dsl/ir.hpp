@@ -83,6 +83,7 @@ enum class Op : uint8_t {
   vec_input,  ///< a 1-D input broadcast along domain axis `axis`
   constant,   ///< an FP32 scalar
   neg, abs, relu, silu, gelu_tanh, gelu_erf, exp, sigmoid,
+  round_to,   ///< the value rounded to Node::dtype (bf16 or f16, nearest even) and read back as FP32
   add, sub, mul, div, max, min,
   dequant,  ///< args: codes input (u8), scales input; decodes MX to FP32
   // block and scale nodes

@@ -512,6 +512,10 @@ MX_HD unsigned short mx_f32_to_f16_rne(float f) {
   return (unsigned short)(sign | q);
 }
 
+/// x rounded to bf16 / f16 (nearest even) and widened back: the DSL's round_to.
+MX_HD float mx_round_bf16(float x) { return mx_bf16_to_f32(mx_f32_to_bf16_rne(x)); }
+MX_HD float mx_round_f16(float x) { return mx_f16_to_f32(mx_f32_to_f16_rne(x)); }
+
 // ---- Philox4x32-10 ------------------------------------------------------------------------
 /// Philox4x32 with 10 rounds (Salmon et al. 2011; Random123 constants): out = philox(ctr, key).
 MX_HD void mx_philox4x32_10(const unsigned int ctr[4], const unsigned int key[2], unsigned int out[4]) {

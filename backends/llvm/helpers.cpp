@@ -124,6 +124,8 @@ const std::vector<HelperSymbol>& helper_symbols() {
       {"mxcpu_encode_sr", reinterpret_cast<void*>(&mxcpu_encode_sr)},
       {"mxcpu_exp", reinterpret_cast<void*>(&mxcpu_exp)},
       {"mxcpu_sigmoid", reinterpret_cast<void*>(&mxcpu_sigmoid)},
+      {"mxcpu_round_bf16", reinterpret_cast<void*>(&mxcpu_round_bf16)},
+      {"mxcpu_round_f16", reinterpret_cast<void*>(&mxcpu_round_f16)},
       {"mxcpu_silu", reinterpret_cast<void*>(&mxcpu_silu)},
       {"mxcpu_gelu_tanh", reinterpret_cast<void*>(&mxcpu_gelu_tanh)},
       {"mxcpu_gelu_erf", reinterpret_cast<void*>(&mxcpu_gelu_erf)},
@@ -174,6 +176,8 @@ uint32_t mxcpu_encode_sr(float y, uint32_t fmt, uint64_t seed, uint64_t offset, 
 
 float mxcpu_exp(float x) { return mx_exp(x); }
 float mxcpu_sigmoid(float x) { return mx_sigmoid(x); }
+float mxcpu_round_bf16(float x) { return mx_round_bf16(x); }
+float mxcpu_round_f16(float x) { return mx_round_f16(x); }
 float mxcpu_silu(float x) { return mx_silu(x); }
 float mxcpu_gelu_tanh(float x) { return mx_gelu_tanh(x); }
 float mxcpu_gelu_erf(float x) { return mx_gelu_erf(x); }

@@ -51,6 +51,8 @@ uint32_t mxcpu_encode_sr(float y, uint32_t fmt, uint64_t seed, uint64_t offset, 
 /// mx_math.cuh's activations.
 float mxcpu_exp(float x);
 float mxcpu_sigmoid(float x);
+float mxcpu_round_bf16(float x);
+float mxcpu_round_f16(float x);
 float mxcpu_silu(float x);
 float mxcpu_gelu_tanh(float x);
 float mxcpu_gelu_erf(float x);

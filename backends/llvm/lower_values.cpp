@@ -110,6 +110,7 @@ llvm::Value* lower_value(TileCtx& t, const NodePtr& np, llvm::Value* r, llvm::Va
     case Op::gelu_erf: v = unary_helper(ir, "mxcpu_gelu_erf", arg(0)); break;
     case Op::exp: v = unary_helper(ir, "mxcpu_exp", arg(0)); break;
     case Op::sigmoid: v = unary_helper(ir, "mxcpu_sigmoid", arg(0)); break;
+    case Op::round_to: v = unary_helper(ir, n.dtype == DType::bf16 ? "mxcpu_round_bf16" : "mxcpu_round_f16", arg(0)); break;
     case Op::add: v = ir.b.CreateFAdd(arg(0), arg(1)); break;
     case Op::sub: v = ir.b.CreateFSub(arg(0), arg(1)); break;
     case Op::mul: v = ir.b.CreateFMul(arg(0), arg(1)); break;

@@ -141,6 +141,9 @@ std::vector<float> ValueEvaluator::evaluate(const NodePtr& np) {
     case Op::gelu_erf: return unary([](float x) { return mx_gelu_erf(x); });
     case Op::exp: return unary([](float x) { return mx_exp(x); });
     case Op::sigmoid: return unary([](float x) { return mx_sigmoid(x); });
+    case Op::round_to:
+      if (n.dtype == DType::bf16) return unary([](float x) { return mx_round_bf16(x); });
+      return unary([](float x) { return mx_round_f16(x); });
     case Op::add: return binary([](float a, float b) { return mx_fadd(a, b); });
     case Op::sub: return binary([](float a, float b) { return mx_fsub(a, b); });
     case Op::mul: return binary([](float a, float b) { return mx_fmul(a, b); });

@@ -101,6 +101,7 @@ from ._mxjit import (  # noqa: E402,F401  (the public API)
     rank,
     recipes,
     relu,
+    round_to,
     scale,
     sigmoid,
     silu,

@@ -182,6 +182,8 @@ void bind_dsl(nb::module_& m) {
   m.def("relu", [](const Expr& a) { return relu(a); }, nb::arg("a"));
   m.def("silu", [](const Expr& a) { return silu(a); }, nb::arg("a"));
   m.def("sigmoid", [](const Expr& a) { return sigmoid(a); }, nb::arg("a"));
+  m.def("round_to", [](const Expr& a, DType d) { return round_to(a, d); }, nb::arg("a"), nb::arg("dtype"),
+        "a rounded to bf16 or f16 (nearest even) and read back as FP32, e.g. SGLang's T(silu(gate)) * up.");
   m.def("exp", [](const Expr& a) { return exp(a); }, nb::arg("a"));
   m.def("gelu", [](const Expr& a, Gelu k) { return gelu(a, k); }, nb::arg("a"), nb::arg("kind") = Gelu::tanh);
   m.def("swiglu", [](const Expr& g, const Expr& u) { return swiglu(g, u); }, nb::arg("gate"), nb::arg("up"));

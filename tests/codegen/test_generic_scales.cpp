@@ -96,6 +96,19 @@ TEST_CASE("generic scales: each kernel kind takes them (direct, columns, tiled),
     vs.push_back({d.name + " jagged vector", p, rows});
     vs.push_back({d.name + " jagged scalar", p, cols});
   }
+  // SGLang's fused SiLU-and-mul (round_to bf16 twice) in 1x128 groups; round_to f16 in 128x1 groups
+  // (tests/gpu/test_generic_scales_gpu.cpp runs both).
+  auto gate = input("gate", DType::bf16, rank(2));
+  auto up = input("up", DType::bf16, rank(2));
+  auto sv = round_to(round_to(silu(gate), DType::bf16) * up, DType::bf16);
+  auto ss = scale(amax(blocks(sv, 1, 128)), e4m3, recipes::sglang_group(e4m3, false));
+  add("sglang silu-and-mul", pipeline({output("q", cast(e4m3, sv / ss, Round::nearest_even, Saturate::finite)),
+                                       output("s", ss, layout::mn_major_tma())}));
+  auto xf = input("x", DType::f32, rank(2));
+  auto w = round_to(xf * 4096.0, DType::f16);
+  auto sc = scale(amax(blocks(w, 0, 128)), e5m2, recipes::vllm_group(e5m2, false));
+  add("round_to f16 128x1", pipeline({output("q", cast(e5m2, w / sc, Round::nearest_even, Saturate::finite)), output("s", sc)}));
+  CHECK(generate(vs.back().p, Target::parse("sm_90a"), vs.back().sc).source.find("mx_round_f16(") != std::string::npos);
   CHECK(mxjit::test::compile_variants(vs) == 2 * int(vs.size()));
 }
 

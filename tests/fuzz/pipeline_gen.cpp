@@ -51,7 +51,7 @@ struct Builder {
   Expr prologue(int depth) {
     if (depth > 2 || c.below(10) < 6) return x;
     const std::vector<double> consts = {0.5, 3.0, -2.0, 1e-30, 1e30, 448.0};
-    switch (c.below(11)) {
+    switch (c.below(12)) {
       case 0: { const double k = c.pick(consts); note(fmt::format("*{}", k)); return prologue(depth + 1) * k; }
       case 1: { const int a = int(c.below(uint32_t(rank))); note(fmt::format("+vec{}", a)); return prologue(depth + 1) + vec("b", dtype, a, Rank{rank}); }
       case 2: note("relu"); return relu(prologue(depth + 1));
@@ -62,6 +62,11 @@ struct Builder {
       case 7: note("*y"); return prologue(depth + 1) * input("y", dtype, Rank{rank});
       case 8: { const double k = c.pick(consts); note(fmt::format("max{}", k)); return max(prologue(depth + 1), Expr(k)); }
       case 9: note("neg"); return -prologue(depth + 1);
+      case 10: {
+        const DType d = c.below(2) ? DType::bf16 : DType::f16;
+        note(fmt::format("round_to({})", dtype_name(d)));
+        return round_to(prologue(depth + 1), d);
+      }
       default: note("abs"); return abs(prologue(depth + 1));
     }
   }

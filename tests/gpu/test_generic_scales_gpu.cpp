@@ -285,3 +285,35 @@ TEST_CASE("generic scales gpu: jagged groups (MoE token groups), vector and scal
     }
   MESSAGE("jagged generic cases: " << cases);
 }
+
+TEST_CASE("generic scales gpu: SGLang's fused SiLU-and-mul (round_to bf16) in 1x128 groups; round_to f16 in 128x1 groups") {
+  MXJIT_REQUIRE_GPU();
+  // gate and up are the two halves of one [T, 2H] row (row stride 2H), as the fused kernel reads them;
+  // T(silu(gate)) * up kept in bf16 before the amax, SGLang's v1 scale, MN-major TMA-aligned scales.
+  int cases = 0;
+  for (auto [t, h] : {std::array<int64_t, 2>{64, 256}, {300, 1000}, {513, 2048}}) {
+    auto gate = input("gate", DType::bf16, rank(2));
+    auto up = input("up", DType::bf16, rank(2));
+    auto v = round_to(round_to(silu(gate), DType::bf16) * up, DType::bf16);
+    auto s = scale(amax(blocks(v, 1, 128)), e4m3, recipes::sglang_group(e4m3, false));
+    const Pipeline p = pipeline({output("q", cast(e4m3, v / s, Round::nearest_even, Saturate::finite)), output("s", s, layout::mn_major_tma())});
+    std::vector<HostTensor> in;
+    for (int k = 0; k < 2; ++k) {
+      in.emplace_back(DType::bf16, std::vector<int64_t>{t, h}, std::vector<int64_t>{2 * h, 1});
+      fill_random(in.back(), uint64_t(70 + cases * 2 + k), true);
+    }
+    CHECK(check_against_reference(jit(p), in, fmt::format("sglang silu-and-mul [{}, {}]", t, h)) == 0);
+    ++cases;
+    // FP32 values rounded to f16 (overflow to Inf, subnormals) before a per-column cast.
+    auto x = input("x", DType::f32, rank(2));
+    auto w = round_to(x * 4096.0, DType::f16);
+    auto sc = scale(amax(blocks(w, 0, 128)), e5m2, recipes::vllm_group(e5m2, false));
+    const Pipeline pc = pipeline({output("q", cast(e5m2, w / sc, Round::nearest_even, Saturate::finite)), output("s", sc)});
+    std::vector<HostTensor> xin;
+    xin.emplace_back(DType::f32, std::vector<int64_t>{t, h});
+    fill_random(xin.back(), uint64_t(90 + cases), true);
+    CHECK(check_against_reference(jit(pc), xin, fmt::format("round_to f16, 128x1 [{}, {}]", t, h)) == 0);
+    ++cases;
+  }
+  MESSAGE("round_to cases: " << cases);
+}

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "dsl/errors.hpp"
+#include "dsl/peer_recipes.hpp"
 #include "llvm/cpu_check.hpp"
 
 using namespace mxjit;
@@ -135,6 +136,21 @@ TEST_CASE("fused prologues, values and amax outputs") {
   in2.push_back(random_input(DType::f32, {96}, 45, true));
   CHECK(check_cpu(cpu::cpu_jit(pg), in2, "gelu*w") == 0);
   CHECK(check_cpu(cpu::cpu_jit(pg), in2, "gelu*w 1 thread", {}, 0, 1) == 0);
+
+  // SGLang's fused SiLU-and-mul: the SiLU and the product kept in the input's type (round_to), then
+  // 1x128 groups; also f16 rounding of FP32 values (overflow to Inf, subnormals).
+  auto gate = input("gate", DType::bf16, rank(2));
+  auto up = input("up", DType::bf16, rank(2));
+  auto sv = round_to(round_to(silu(gate), DType::bf16) * up, DType::bf16);
+  auto ss = scale(amax(blocks(sv, 1, 128)), e4m3, recipes::sglang_group(e4m3, false));
+  auto xf = input("xf", DType::f32, rank(2));
+  Pipeline ps = pipeline({output("q", cast(e4m3, sv / ss, Round::nearest_even, Saturate::finite)), output("s", ss),
+                          output("h", round_to(xf * 3.0, DType::f16) + round_to(xf, DType::bf16), DType::f32)});
+  std::vector<HostTensor> in3;
+  in3.push_back(random_input(DType::bf16, {40, 300}, 46, true));
+  in3.push_back(random_input(DType::bf16, {40, 300}, 47, true));
+  in3.push_back(random_input(DType::f32, {40, 300}, 48, true));
+  CHECK(check_cpu(cpu::cpu_jit(ps), in3, "sglang silu-and-mul") == 0);
 }
 
 TEST_CASE("dequantize: every format, E8M0 / E4M3 / FP32 scales, FP4 nibbles") {

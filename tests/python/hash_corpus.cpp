@@ -111,6 +111,14 @@ int main() {
                              output("q6", cast(e2m1, x / ex)), output("s6", ex),
                              output("q7", cast(e4m3, x / us)), output("s7", us)}));
   }
+  {
+    auto g = input("gate", DType::bf16, rank(2));
+    auto u = input("up", DType::bf16, rank(2));
+    auto v = round_to(round_to(silu(g), DType::bf16) * u, DType::bf16);
+    auto s = scale(amax(blocks(v, 1, 128)), e4m3, recipes::sglang_group(e4m3, false));
+    c.emplace_back("sglang_silu_and_mul", pipeline({output("q", cast(e4m3, v / s)), output("s", s),
+                                                    output("h", round_to(g, DType::f16), DType::f16)}));
+  }
   for (const auto& [name, p] : c) std::printf("%s %s\n", name.c_str(), p.hash().hex().c_str());
   return 0;
 }

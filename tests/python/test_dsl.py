@@ -102,6 +102,12 @@ def python_corpus():
         mx.output("q5", mx.cast(mx.e4m3, x / rw)), mx.output("s5", rw),
         mx.output("q6", mx.cast(mx.e2m1, x / ex)), mx.output("s6", ex),
         mx.output("q7", mx.cast(mx.e4m3, x / us)), mx.output("s7", us)])
+    g = mx.input("gate", mx.bf16, 2)
+    u = mx.input("up", mx.bf16, 2)
+    v = mx.round_to(mx.round_to(mx.silu(g), mx.bf16) * u, mx.bf16)
+    s = mx.scale(mx.amax(mx.blocks(v, 1, 128)), mx.e4m3, mx.recipes.sglang_group(mx.e4m3, False))
+    c["sglang_silu_and_mul"] = mx.pipeline([mx.output("q", mx.cast(mx.e4m3, v / s)), mx.output("s", s),
+                                            mx.output("h", mx.round_to(g, mx.f16), mx.f16)])
     return c
 
 
@@ -149,8 +155,33 @@ def test_misuse_raises_usage_error_a_value_error_naming_the_rule():
         mx.parse_pipeline("bf16[2] -> mxfp8.e4m3 rceli blocks(0,32)")
     with pytest.raises(mx.UsageError, match="power of two"):
         mx.blocks(x, 1, 24)
+    with pytest.raises(mx.UsageError, match="round_to: dtype f32 is not bf16 or f16"):
+        mx.round_to(x, mx.f32)
     assert issubclass(mx.UsageError, ValueError) and issubclass(mx.UsageError, mx.Error)
     assert issubclass(mx.CompileError, RuntimeError) and issubclass(mx.CudaError, RuntimeError)
+
+
+def test_round_to_equals_torchs_conversions_on_every_kind_of_fp32():
+    # round_to(x, bf16 / f16) on the CPU backend against torch's own float -> bfloat16 / float16 (round to
+    # nearest even, subnormals, overflow to Inf), read back as float: random bit patterns, every bf16 tie
+    # and its neighbours, and the edges of both formats.
+    torch = pytest.importorskip("torch")
+    import mxjit.torch as mxt
+
+    rng = np.random.default_rng(7)
+    ties = (np.arange(65536, dtype=np.uint32) << 16)[:, None] | np.array([0x7FFF, 0x8000, 0x8001], np.uint32)
+    edges = np.array([0x7F7F8000, 0x7F7FFFFF, 0x477FEFFF, 0x477FF000, 0x33000000, 0x33000001, 0x387FE000, 0x7F800000,
+                      0xFF800000, 0x7FC00000, 0xFFBFFFFF, 0x00000001, 0x80000000, 0x0], np.uint32)
+    bits = np.concatenate([rng.integers(0, 2**32, 262144 - ties.size - edges.size, dtype=np.uint64).astype(np.uint32),
+                           ties.ravel(), edges])
+    x = torch.from_numpy(bits.view(np.float32).reshape(512, 512).copy())
+    xin = mx.input("x", mx.f32, 2)
+    p = mx.pipeline([mx.output("b", mx.round_to(xin, mx.bf16), mx.f32), mx.output("h", mx.round_to(xin, mx.f16), mx.f32)])
+    b, h = mxt.run(p, x)
+    for got, want in ((b, x.to(torch.bfloat16).float()), (h, x.to(torch.float16).float())):
+        nan = torch.isnan(want)
+        assert torch.equal(torch.isnan(got), nan)
+        assert torch.equal(got[~nan].view(torch.int32), want[~nan].view(torch.int32))
 
 
 def test_pipeline_values():

@@ -1,6 +1,7 @@
 // mx_math.cuh: the shared FP32 transcendentals against double, bit helpers, Philox known answers.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -193,4 +194,51 @@ TEST_CASE("mx_math: Philox4x32-10 known answers (Random123 kat_vectors)") {
   CHECK(out[1] == 0x94fdccebu);
   CHECK(out[2] == 0x5001e420u);
   CHECK(out[3] == 0x24126ea1u);
+}
+
+namespace {
+
+/// |x| rounded to a binary format with `mbits` stored mantissa bits and smallest normal exponent
+/// `emin` (nearest even, subnormals, 2^(emax+1) and beyond are Inf), sign kept: first principles in
+/// double, where |x| / quantum is exact and std::nearbyint rounds to even.
+float round_format(float x, int mbits, int emin, int emax) {
+  if (std::isnan(x) || std::isinf(x)) return x;
+  const double a = std::fabs(double(x));
+  const int e = a == 0 ? emin : std::max(std::ilogb(a), emin);
+  const double q = std::ldexp(1.0, e - mbits);
+  double v = std::nearbyint(a / q) * q;
+  if (v >= std::ldexp(1.0, emax + 1)) v = std::numeric_limits<double>::infinity();
+  return float(std::copysign(v, double(x)));
+}
+
+}  // namespace
+
+TEST_CASE("mx_math: round_to bf16 and f16 (mx_round_bf16, mx_round_f16) against first principles") {
+  std::vector<uint32_t> bits;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 997) bits.push_back(uint32_t(u));
+  // Every bf16 tie, and its neighbours, in every binade and sign; f16 ties in its range.
+  for (uint32_t hi = 0; hi <= 0xFFFFu; ++hi)
+    for (uint32_t lo : {0x7FFFu, 0x8000u, 0x8001u}) bits.push_back(hi << 16 | lo);
+  for (uint32_t top = 0; top < (1u << 13); ++top)  // exponents of f16 subnormals to Inf, both signs
+    for (uint32_t lo : {0x0FFFu, 0x1000u, 0x1001u, 0x0u}) {
+      const uint32_t e = 0x33000000u + (top << 19);  // 2^-25 and up, 8 mantissa steps a binade
+      bits.push_back(e | lo);
+      bits.push_back(0x80000000u | e | lo);
+    }
+  for (uint32_t s : {0x7F7F8000u, 0x7F7FFFFFu, 0x477FEFFFu, 0x477FF000u, 0x33000000u, 0x33000001u, 0x7F800000u, 0xFF800000u,
+                     0x7FC00000u, 0xFFBFFFFFu, 0x00000001u, 0x80000000u})
+    bits.push_back(s);
+  size_t bad_bf16 = 0, bad_f16 = 0;
+  for (uint32_t u : bits) {
+    float x;
+    std::memcpy(&x, &u, 4);
+    const float b = mx_round_bf16(x), h = mx_round_f16(x);
+    const float wb = round_format(x, 7, -126, 127), wh = round_format(x, 10, -14, 15);
+    auto same = [](float a, float w) { return std::isnan(w) ? std::isnan(a) : std::memcmp(&a, &w, 4) == 0; };
+    if (!same(b, wb) && ++bad_bf16 < 5) MESSAGE("bf16 of " << x << ": " << b << ", want " << wb);
+    if (!same(h, wh) && ++bad_f16 < 5) MESSAGE("f16 of " << x << ": " << h << ", want " << wh);
+  }
+  CHECK(bad_bf16 == 0);
+  CHECK(bad_f16 == 0);
+  MESSAGE(bits.size() << " FP32 values");
 }
