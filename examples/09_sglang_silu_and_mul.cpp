@@ -8,9 +8,9 @@
 //     s = scale(amax(blocks(v, 1, 128)), e4m3, recipes::sglang_group(e4m3, false))
 //
 // The same cast without round_to (lesson 4's FP32 product) gives other codes for some elements; this
-// example counts them. One difference stays: SGLang's SiLU uses the GPU's __expf on sm_90 (tanh on
-// sm_100), whose last bits no CPU can reproduce; mxjit's SiLU is its own exp, bit-identical on
-// host and GPU.
+// example counts them. One difference stays: SGLang's SiLU uses the GPU's approximate __expf on
+// sm_90 (tanh on sm_100, by the research note), whose last bits the CPU reference does not model;
+// mxjit's SiLU is its own exp, bit-identical on host and GPU.
 #include "dsl/peer_recipes.hpp"
 #include "example_util.hpp"
 

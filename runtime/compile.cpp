@@ -94,9 +94,14 @@ StrideClass contiguous_stride_class(const Pipeline& p, const std::vector<int64_t
   StrideClass sc = default_stride_class(p);
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& in = p.inputs()[k];
-    if (in.kind != InputDecl::Kind::tensor || shape.size() != size_t(in.rank) || shape.empty()) continue;
-    // Row-major: every stride but the last is a multiple of the last extent.
-    sc.aligned[k] = uint64_t(shape.back()) * dtype_size(in.dtype) % 16 == 0 || shape.size() == 1;
+    if (in.kind != InputDecl::Kind::tensor || shape.size() != size_t(in.rank)) continue;
+    // As the launch decides (bindings.cpp): every axis of extent > 1 but the last has a stride of
+    // whole 16-byte vectors.
+    uint64_t stride = 1;
+    for (size_t a = shape.size(); a-- > 1;) {
+      stride *= uint64_t(shape[a]);
+      if (shape[a - 1] > 1 && stride * dtype_size(in.dtype) % 16 != 0) sc.aligned[k] = false;
+    }
   }
   return sc;
 }

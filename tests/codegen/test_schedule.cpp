@@ -124,3 +124,18 @@ TEST_CASE("the plan owns the launch: grid, tile counts, parameter layout, pre-pa
   const Launch lj = make_plan(jg, t, StrideClass{{1, 0}, {true, false}}).launch({1000, 640}, 7);
   CHECK((lj.grid[0] == 10 && lj.grid[1] == 8 && lj.tiles_r == 7));
 }
+
+TEST_CASE("contiguous_stride_class: rows of whole 16-byte vectors are aligned, as a launch of contiguous tensors decides") {
+  const Pipeline p = parse_pipeline("bf16[2] -> fp8.e4m3 groups(0,offs)");
+  auto aligned = [&](std::vector<int64_t> shape) -> bool { return contiguous_stride_class(p, shape).aligned[0]; };
+  CHECK(aligned({16640, 5120}));
+  CHECK_FALSE(aligned({16640, 5118}));
+  CHECK(aligned({1, 5118}));  // one row: its stride is never used
+  CHECK(contiguous_stride_class(p, {16640, 5118}).str() == "sc(1,0)");
+  CHECK(contiguous_stride_class(p, {16640, 5120}) == default_stride_class(p));
+  const Pipeline p3 = parse_pipeline("f32[3] -> mxfp8.e4m3 rceil blocks(2,32)");
+  CHECK_FALSE(contiguous_stride_class(p3, {4, 3, 6}).aligned[0]);  // 24-byte rows
+  CHECK_FALSE(contiguous_stride_class(p3, {4, 1, 6}).aligned[0]);   // one row a batch, batches 24 bytes apart
+  CHECK(contiguous_stride_class(p3, {4, 1, 8}).aligned[0]);         // 32 bytes apart
+  CHECK(contiguous_stride_class(p3, {1, 1, 6}).aligned[0]);         // a single row
+}
