@@ -175,6 +175,9 @@ std::vector<Case> cases(const BenchOptions& o) {
     }
     // The peers' blockwise FP8 casts (bench/blockwise.hpp; `--filter blockwise`).
     for (const BlockwiseCase& b : blockwise_cases()) add(b.name, b.make, b.shape);
+    for (bool masked : {false, true})  // DeepEP's low-latency slabs: 8 experts x 2048 rows
+      add(masked ? "sglang 1x128 experts, masked_m (all rows real)" : "sglang 1x128 experts",
+          [=] { return sglang_experts(masked); }, {8, 2048, 7168});
     add("dim0 tail 16383x5119", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, {16383, 5119});
   }
   if (o.small_sweep)
@@ -262,6 +265,16 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
     std::vector<int64_t> s = shape;
     if (d.kind == InputDecl::Kind::scales) s.back() = (s.back() + 31) / 32;
     if (d.kind == InputDecl::Kind::vector) s = {shape[size_t(d.axis)]};
+    if (d.kind == InputDecl::Kind::counts) {  // masked rows: every row real (the mask's cost alone)
+      const std::vector<int32_t> counts(static_cast<size_t>(shape[size_t(d.axis)]), int32_t(shape[size_t(p.mask().axis)]));
+      for (int r = 0; r < rotations; ++r) {
+        b.in_bufs.push_back(DeviceBuffer::alloc(counts.size() * 4));
+        b.in_bufs.back().upload(counts.data(), counts.size() * 4);
+        b.inputs[size_t(r)].push_back(TensorView::contiguous(reinterpret_cast<void*>(b.in_bufs.back().ptr()), DType::i32,
+                                                            {int64_t(counts.size())}, DeviceKind::cuda));
+      }
+      continue;
+    }
     if (d.kind == InputDecl::Kind::offsets) {
       // 16 jagged groups of uneven sizes (one empty) covering the axis: MoE token groups.
       const int64_t n = shape[size_t(d.axis)];

@@ -67,6 +67,16 @@ inline Pipeline te_2d(bool both) {
   return pipeline(std::move(outs));
 }
 
+/// SGLang's per_token_group_quant_8bit on x [E, T, K] (1x128 groups, FP32 scales MN-major and
+/// TMA-aligned), with its masked_m (every row real: the bench's counts are the full extent) or
+/// without: the mask's cost, one count read per row.
+inline Pipeline sglang_experts(bool masked) {
+  auto x = input("x", DType::bf16, rank(3));
+  auto s = scale(amax(blocks(x, 2, 128)), e4m3, recipes::sglang_group(e4m3, false));
+  std::vector<Output> outs = {output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma())};
+  return masked ? pipeline(std::move(outs), mask(1, 0, "masked_m")) : pipeline(std::move(outs));
+}
+
 /// The rows, in the order the bench prints them.
 inline std::vector<BlockwiseCase> blockwise_cases() {
   using L = Layout;

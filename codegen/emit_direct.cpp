@@ -305,6 +305,11 @@ RowFrame row_frame(const Ctx& x, bool all_vec, const std::string& ok, const std:
   }
   if (pl.direct().pad_rows > 1 && ra.size() > 1)
     f.indices += fmt::format("{0}{1} = {1} && {2} < P.shape[{3}];  // not a padding row\n", ind, ok, ixa(ra.back()), ra.back());
+  if (const int k = x.p.counts_input(); k >= 0) {  // after `ok`: rows past the domain read no count
+    const Mask& m = x.p.mask();
+    f.indices += fmt::format("{0}{1} = {1} && {2} < static_cast<const int*>(P.in[{3}])[mx_i64({4}) * P.in_stride[{3}][0]];  // mask({5}, {6}, '{7}')\n",
+                             ind, ok, ixa(m.axis), k, ixa(m.by), m.axis, m.by, m.counts);
+  }
   if (pl.direct().block_rows > 1)  // 2-D blocks: rows rb0 + u of the CTA's block row (emit_direct_kernel)
     f.row_ok = fmt::format("{0}const mx_i64 row = row0 + u;\n{0}{1} = gi < rows && rb0 + u < P.shape[{2}];\n", ind, ok, pl.ax_r);
   return f;

@@ -91,6 +91,16 @@ void plan_tensorwise(const Pipeline& p, const ValueSet& v, const Target& target,
   plan.kernel = plan_direct(p, v, plan, fit_schedule(schedule, KernelKind::direct, false, fit), target, sc);
 }
 
+// Masked rows (Pipeline::mask()) run on the direct kernel: its rows' `ok` holds the mask.
+// `how`: how this cast runs instead (e.g. "the rows kernel").
+void check_mask_runs(const Pipeline& p, KernelKind kind, const std::string& how = "") {
+  const Mask& m = p.mask();
+  if (m.active() && (kind != KernelKind::direct || !how.empty()))
+    throw UsageError(fmt::format("GPU generator: mask({}, {}, '{}') runs on the direct kernel (1-D blocks along the innermost "
+                                 "axis of a row-major input); this cast runs on {}. The CPU backends run it",
+                                 m.axis, m.by, m.counts, how.empty() ? fmt::format("the {} kernel", kernel_kind_name(kind)) : how));
+}
+
 }  // namespace
 
 Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, const Schedule& schedule, Fit fit) {
@@ -123,6 +133,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     return plan;
   }
   if (const int w = whole_axis(v); w >= 0) {
+    check_mask_runs(p, KernelKind::rows);
     if (schedule.kernel != KernelKind::automatic && schedule.kernel != KernelKind::rows && fit == Fit::exact)
       throw UsageError(fmt::format("schedule {}: the {} kernel does not apply to this cast (whole-axis blocks run on the rows kernel)",
                                    schedule.str(), kernel_kind_name(schedule.kernel)));
@@ -145,9 +156,13 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
                                  tiled.tile_rows, tiled.tile_cols, tiled.value_tiles, tiled_smem, smem_cap / 1024));
   plan.prepass = nvfp4_prepass(p);
   plan.kind = choose_kind(p, v, plan, sc, schedule, fit);
+  check_mask_runs(p, plan.kind);
   const Schedule s = fit_schedule(schedule, plan.kind, false, fit);
   switch (plan.kind) {
-    case KernelKind::direct: plan.kernel = plan_direct(p, v, plan, s, target, sc); break;
+    case KernelKind::direct:
+      plan.kernel = plan_direct(p, v, plan, s, target, sc);
+      if (p.mask().active() && plan.direct().block_rows > 1) check_mask_runs(p, KernelKind::direct, "the direct kernel's 2-D blocks");
+      break;
     case KernelKind::columns: plan.kernel = plan_columns(p, v, plan, s, target); break;
     default:
       plan.kernel = tiled;

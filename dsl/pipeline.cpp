@@ -173,7 +173,52 @@ std::pair<int, int> layout_roles(const Output& o, int rank) {
   return blocked_axes(spec, rank);
 }
 
-Pipeline pipeline(std::vector<Output> outputs) {
+namespace {
+
+/// Whether `n` or a node under it takes a tensor-wide amax.
+bool takes_tensor_amax(const NodePtr& n) {
+  if (n->op == Op::tensor_amax) return true;
+  if (n->op == Op::scale && tensor_amax_of(*n)) return true;
+  for (const NodePtr& a : n->args)
+    if (takes_tensor_amax(a)) return true;
+  return false;
+}
+
+/// The rules of Pipeline::mask() (pipeline(outputs, mask)'s UsageErrors).
+void check_mask(const Mask& m, const std::vector<Output>& outputs, const std::vector<InputDecl>& inputs, int rank) {
+  const std::string what = fmt::format("mask({}, {}, '{}')", m.axis, m.by, m.counts);
+  if (rank < 2) throw UsageError(fmt::format("{}: masks rows of a domain of rank >= 2; this one has rank {}", what, rank));
+  for (int a : {m.axis, m.by})
+    if (a < 0 || a >= rank) throw UsageError(fmt::format("{}: axis {} is outside the domain's rank {}", what, a, rank));
+  if (m.axis == m.by) throw UsageError(fmt::format("{}: the masked axis and the counting axis must differ", what));
+  if (m.counts.empty()) throw UsageError(fmt::format("{}: the counts input needs a name", what));
+  for (const InputDecl& in : inputs)
+    if (in.name == m.counts) throw UsageError(fmt::format("{}: '{}' already names an input of the pipeline", what, m.counts));
+  for (const Output& o : outputs) {
+    if (o.name == m.counts) throw UsageError(fmt::format("{}: '{}' already names an output", what, m.counts));
+    if (o.kind == OutputKind::amax || takes_tensor_amax(o.node))
+      throw UsageError(fmt::format("output '{}': takes an amax over the whole tensor, which {} leaves undefined (its "
+                                   "masked rows are not read); cast without a mask, or with per-block scales", o.name, what));
+    if (o.kind != OutputKind::elems && o.kind != OutputKind::scales) continue;
+    const BlockSpec& b = block_of(o.node);
+    if (b.jagged())
+      throw UsageError(fmt::format("output '{}': jagged groups ({}) do not combine with {}", o.name, b.str(), what));
+    for (int a : {m.axis, m.by})
+      if (b.blocks_axis(a))
+        throw UsageError(fmt::format("output '{}': its blocks {} span axis {}, which {} cuts per index of axis {}; blocks "
+                                     "must lie along the other axes", o.name, b.str(), a, what, m.by));
+    if (o.kind == OutputKind::scales && (detail::is_blocked(o.layout) || o.layout.grouped()))
+      throw UsageError(fmt::format("output '{}': layout {} writes its scales in atoms of several rows (padding rows as zero), "
+                                   "which {} leaves unwritten; use a strided, aligned or packed layout (linear, mn_major_tma, "
+                                   "mn_major_tma_packed)", o.name, o.layout.str(), what));
+  }
+}
+
+}  // namespace
+
+Pipeline pipeline(std::vector<Output> outputs) { return pipeline(std::move(outputs), Mask{}); }
+
+Pipeline pipeline(std::vector<Output> outputs, Mask mask) {
   if (outputs.empty()) throw UsageError("pipeline: needs at least one output");
   if (outputs.size() > size_t(kMaxOutputs))
     throw UsageError(fmt::format("pipeline: {} outputs; a pipeline has at most {} (split the casts over several "
@@ -227,13 +272,19 @@ Pipeline pipeline(std::vector<Output> outputs) {
             o.name, inner, block_of(o.node).str()));
     }
   }
+  if (mask.active() || mask.by >= 0 || !mask.counts.empty()) {
+    check_mask(mask, outputs, c.inputs, c.rank);
+    c.add({mask.counts, DType::i32, 1, InputDecl::Kind::counts, mask.by});
+  }
   Pipeline p;
   p.outputs_ = std::move(outputs);
   p.inputs_ = std::move(c.inputs);
   p.rank_ = c.rank;
+  p.mask_ = std::move(mask);
   std::string text = fmt::format("pipeline rank {}\n", p.rank_);
   for (const InputDecl& in : p.inputs_)
     text += fmt::format("  in {} {} r{} kind{} axis{}\n", in.name, dtype_name(in.dtype), in.rank, int(in.kind), in.axis);
+  if (p.mask_.active()) text += fmt::format("  mask axis{} by{} counts {}\n", p.mask_.axis, p.mask_.by, p.mask_.counts);
   for (const Output& o : p.outputs_)
     text += fmt::format("  out {} {} {} {} = {}\n", o.name, kind_name(o.kind), dtype_name(o.dtype), o.layout.str(),
                         canonical(o.node));

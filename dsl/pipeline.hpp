@@ -40,9 +40,34 @@ struct InputDecl {
   std::string name;
   DType dtype;
   int rank;           ///< full-rank inputs: the domain rank; vectors: 1; offsets: 1
-  enum class Kind : uint8_t { tensor, vector, offsets, codes, scales } kind = Kind::tensor;
-  int axis = -1;      ///< vector: the domain axis it runs along
+  enum class Kind : uint8_t { tensor, vector, offsets, codes, scales, counts } kind = Kind::tensor;
+  int axis = -1;      ///< vector, counts: the domain axis it runs along
+  /// A 1-D input (vector, offsets, counts), whose unit-stride axis is its only one.
+  bool one_dim() const { return kind == Kind::vector || kind == Kind::offsets || kind == Kind::counts; }
 };
+
+/// Masked rows (SGLang's `masked_m`, the masked layout of DeepGEMM's grouped GEMMs): along `axis`
+/// only the first counts[i] positions are real at index i of axis `by`. The others are neither read
+/// nor written: their output bytes keep what they held, except in an output whose layout pads at
+/// this shape (OutputGeometry::padded, e.g. mn_major_tma over rows not a multiple of 4), which is
+/// zeroed whole first. Blocks lie along other axes.
+///
+///     x [E=3, T=6, K], mask(1, 0, "masked_m"), masked_m = {4, 0, 6}:
+///         e=0  t: R R R R . .        R real row (read, cast, written)
+///         e=1  t: . . . . . .        . masked row (untouched)
+///         e=2  t: R R R R R R
+///
+/// `counts` names an int32 input of length extent(by), added after the other inputs. The CPU
+/// reference and the CPU backend refuse a count outside [0, extent(axis)]; a GPU kernel cannot check
+/// device values without a sync and clamps them to that range.
+struct Mask {
+  int axis = -1;       ///< the masked axis (tokens)
+  int by = -1;         ///< the axis whose index picks the count (experts)
+  std::string counts;  ///< the int32 counts input
+  bool active() const { return axis >= 0; }
+};
+/// `mask(1, 0, "masked_m")`: positions along axis 1 counted per index of axis 0.
+inline Mask mask(int axis, int by, std::string counts) { return Mask{axis, by, std::move(counts)}; }
 
 /// An immutable, validated pipeline.
 class Pipeline {
@@ -59,12 +84,17 @@ class Pipeline {
   Hash128 hash() const { return hash_; }
   /// Index of the input named `name`, or -1.
   int input_index(const std::string& name) const;
+  /// The masked rows, if any (mask().active()).
+  const Mask& mask() const { return mask_; }
+  /// Index of the counts input of the mask, or -1 without one.
+  int counts_input() const { return mask_.active() ? input_index(mask_.counts) : -1; }
 
  private:
-  friend Pipeline pipeline(std::vector<Output> outputs);
+  friend Pipeline pipeline(std::vector<Output> outputs, Mask mask);
   std::vector<Output> outputs_;
   std::vector<InputDecl> inputs_;
   int rank_ = 0;
+  Mask mask_;
   std::string text_;
   Hash128 hash_;
 };
@@ -72,6 +102,10 @@ class Pipeline {
 /// Validates and freezes a pipeline. Throws UsageError on misuse (duplicate names, layout rank
 /// mismatch, inputs declared twice differently, ...).
 Pipeline pipeline(std::vector<Output> outputs);
+/// A pipeline over masked rows (see Mask). UsageError, naming the output, for blocks along the
+/// masked or the counting axis, jagged groups, tensor amaxes (NVFP4's, tensorwise scales, amax
+/// outputs) and scale layouts written in atoms of several rows (blocked, grouped).
+Pipeline pipeline(std::vector<Output> outputs, Mask mask);
 
 /// The block spec a scale/quantize/amax node was built on (follows scale -> block_amax -> blocks).
 const BlockSpec& block_of(const NodePtr& scale_or_quantize);

@@ -77,6 +77,7 @@ inline std::vector<Host> run_cpu(const mxjit::Pipeline& p, std::vector<Host>& in
   for (size_t o = 0; o < p.outputs().size(); ++o) {
     mxjit::OutputGeometry g = mxjit::output_geometry(p, int(o), shape);
     out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
+    std::fill(out.back().bytes.begin(), out.back().bytes.end(), uint8_t(0xA5));  // what masked rows keep
   }
   std::vector<mxjit::TensorView> outv;
   for (Host& h : out) outv.push_back(h.view);
@@ -95,6 +96,7 @@ inline std::vector<Host> run(const mxjit::Pipeline& p, std::vector<Host>& inputs
   for (size_t o = 0; o < p.outputs().size(); ++o) {
     mxjit::OutputGeometry g = mxjit::output_geometry(p, int(o), shape);
     out.emplace_back(p.outputs()[o].dtype, g.view_shape, g.view_strides);
+    std::fill(out.back().bytes.begin(), out.back().bytes.end(), uint8_t(0xA5));  // what masked rows keep
   }
   std::vector<mxjit::TensorView> outv;
   for (Host& h : out) outv.push_back(h.view);

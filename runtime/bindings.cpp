@@ -141,6 +141,12 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
         check_common(what, v, DType::i32, 1, device);
         b.groups = v.shape[0];
         break;
+      case InputDecl::Kind::counts:
+        check_common(what, v, DType::i32, 1, device);
+        if (v.shape[0] != b.shape.at(size_t(d.axis)))
+          throw UsageError(fmt::format("{}: {} counts, but mask() takes one per index of axis {} ({} of them)", what.str(),
+                                       v.shape[0], d.axis, b.shape[size_t(d.axis)]));
+        break;
       case InputDecl::Kind::codes:
       case InputDecl::Kind::scales:
         check_common(what, v, d.dtype, size_t(d.rank), device);

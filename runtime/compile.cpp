@@ -84,7 +84,7 @@ std::string nvrtc_options_text(const std::string& arch) {
 StrideClass default_stride_class(const Pipeline& p) {
   StrideClass sc;
   for (const InputDecl& in : p.inputs()) {
-    sc.unit_axis.push_back(in.kind == InputDecl::Kind::vector || in.kind == InputDecl::Kind::offsets ? 0 : in.rank - 1);
+    sc.unit_axis.push_back(in.one_dim() ? 0 : in.rank - 1);
     sc.aligned.push_back(in.kind == InputDecl::Kind::tensor || in.kind == InputDecl::Kind::codes);  // codes: chunk loads (dequantize)
   }
   return sc;

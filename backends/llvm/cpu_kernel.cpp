@@ -79,6 +79,17 @@ std::vector<int32_t> check_inputs(const Pipeline& p, std::span<const TensorView>
   return ends;
 }
 
+/// The mask's counts (Pipeline::mask()), validated as the reference does; empty without a mask.
+std::vector<int32_t> read_counts(const Pipeline& p, std::span<const TensorView> in, const std::vector<int64_t>& domain) {
+  const int k = p.counts_input();
+  if (k < 0) return {};
+  const TensorView& v = in[size_t(k)];
+  std::vector<int32_t> c(size_t(v.shape[0]));
+  for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<const int32_t*>(v.data)[int64_t(i) * v.strides[0]];
+  reference::validate_counts(p.mask().counts, c, domain.at(size_t(p.mask().axis)));
+  return c;
+}
+
 /// Rows of one tile along ax_r: [start, end) and its group (-1: dense or outside the groups).
 struct RowRange {
   int64_t start, end, group;
@@ -121,6 +132,8 @@ void CpuKernel::operator()(std::span<const TensorView> in, std::span<const Tenso
   const int rank = plan.rank;
   const std::vector<int64_t>& shape = b.shape;
   const std::vector<int32_t> ends = check_inputs(p, in, shape, plan.offsets_input);
+  const std::vector<int32_t> counts = read_counts(p, in, shape);
+  const Mask& mask = p.mask();
   if (plan.offsets_input >= 0)
     for (size_t o = 0; o < p.outputs().size(); ++o)
       if (b.outputs[o].packed_axis == plan.ax_r && plan.ax_r >= 0)
@@ -146,8 +159,8 @@ void CpuKernel::operator()(std::span<const TensorView> in, std::span<const Tenso
         P[size_t(plan.p_out_stride(o, a))] = g.view_strides[size_t(a)];
       P[size_t(plan.p_out_shape(o, a))] = a < int(g.logical_shape.size()) ? g.logical_shape[size_t(a)] : 1;
     }
-    if (p.outputs()[size_t(o)].bound.pads() && g.storage_bytes > 0)
-      std::memset(out[size_t(o)].data, 0, size_t(g.storage_bytes));  // padding is zero
+    if (g.padded && g.storage_bytes > 0)
+      std::memset(out[size_t(o)].data, 0, size_t(g.storage_bytes));  // padding is zero (the reference's rule)
   }
   int64_t acc = 1;  // saturates only for an empty domain, which runs no tile
   for (int a = rank - 1; a >= 0; --a) {
@@ -208,6 +221,13 @@ void CpuKernel::operator()(std::span<const TensorView> in, std::span<const Tenso
           T[detail::kC0] = tc * plan.tile_c;
           T[detail::kNc] = std::min<int64_t>(plan.tile_c, extent_c - tc * plan.tile_c);
           T[detail::kGroup] = rr.group;
+          if (mask.active()) {  // masked rows: the tile narrowed to the real ones (make_cpu_plan: `by` is a batch axis)
+            const int64_t n = counts[size_t(T[size_t(detail::kBatch + mask.by)])];
+            if (mask.axis == plan.ax_r) T[detail::kNr] = std::min(T[detail::kNr], n - T[detail::kR0]);
+            else if (mask.axis == plan.ax_c) T[detail::kNc] = std::min(T[detail::kNc], n - T[detail::kC0]);
+            else if (T[size_t(detail::kBatch + mask.axis)] >= n) continue;
+            if (T[detail::kNr] <= 0 || T[detail::kNc] <= 0) continue;
+          }
           f->fn(P.data(), T.data(), s);
         }
       }
@@ -233,7 +253,7 @@ std::string CpuKernel::ir_text() const { return state_->first->ir_text; }
 CpuKernel cpu_jit(const Pipeline& p) {
   std::vector<int> unit;
   for (const InputDecl& in : p.inputs())
-    unit.push_back(in.kind == InputDecl::Kind::vector || in.kind == InputDecl::Kind::offsets ? 0 : in.rank - 1);
+    unit.push_back(in.one_dim() ? 0 : in.rank - 1);
   CpuKernel k;
   k.state_ = std::make_shared<CpuKernelState>(p);
   k.state_->first = k.state_->get(unit);

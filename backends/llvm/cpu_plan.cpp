@@ -123,11 +123,17 @@ CpuPlan make_cpu_plan(const Pipeline& p, const std::vector<int>& unit_axis) {
     plan.ax_c = unit >= 0 ? unit : rank - 1;
     plan.ax_r = pick_row_axis(p, plan.ax_c, {});
   }
+  // Masked rows narrow a tile by the count of its batch index along `by`: the masked axis, never
+  // a block axis, takes the tile rows rather than `by`.
+  if (const Mask& m = p.mask(); m.active() && plan.ax_r == m.by && plan.ax_c != m.axis) plan.ax_r = m.axis;
   for (int a : block_axes)
     if (a != plan.ax_c && a != plan.ax_r)
       throw UsageError(fmt::format("CPU backend: block axis {} is not a tile axis ({}, {})", a, plan.ax_r, plan.ax_c));
   for (int a = 0; a < rank; ++a)
     if (a != plan.ax_r && a != plan.ax_c) plan.batch_axes.push_back(a);
+  if (const Mask& m = p.mask(); m.active() && (m.by == plan.ax_r || m.by == plan.ax_c))
+    throw UsageError(fmt::format("CPU backend: mask({}, {}, '{}') counts per index of axis {}, which is a tile axis ({}, {}) "
+                                 "here; use the CPU reference", m.axis, m.by, m.counts, m.by, plan.ax_r, plan.ax_c));
 
   // Scale instances: (scale, flush) as the reference keys them.
   auto instance_of = [&](int s, bool flush) {

@@ -363,7 +363,7 @@ std::unique_ptr<llvm::Module> lower_pipeline(const Pipeline& p, const CpuPlan& p
   for (int k = 0; k < plan.ni; ++k) {
     t.in_ptr.push_back(pointer(plan.p_in(k)));
     const InputDecl& d = p.inputs()[size_t(k)];
-    const int r = d.kind == InputDecl::Kind::vector || d.kind == InputDecl::Kind::offsets ? 1 : rank;
+    const int r = d.one_dim() ? 1 : rank;
     std::vector<llvm::Value*> s;
     for (int a = 0; a < r; ++a)
       s.push_back(a == plan.unit_axis[size_t(k)] ? nullptr : word(P, plan.p_in_stride(k, a)));

@@ -43,6 +43,13 @@ void validate_group_ends(const std::string& name, std::span<const int32_t> ends,
                                  prev, extent));
 }
 
+void validate_counts(const std::string& name, std::span<const int32_t> counts, int64_t extent) {
+  for (size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] < 0 || counts[i] > extent)
+      throw UsageError(fmt::format("counts '{}': count [{}] = {} is outside [0, {}] (the masked axis' extent)", name, i,
+                                   counts[i], extent));
+}
+
 BlockPartition partition(const BlockSpec& spec, std::span<const int64_t> domain, std::span<const int32_t> ends) {
   const int rank = int(domain.size());
   BlockPartition bp;

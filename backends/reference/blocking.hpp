@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dsl/ir.hpp"
+#include "dsl/pipeline.hpp"
 
 namespace mxjit::reference {
 
@@ -28,6 +29,15 @@ struct BlockPartition {
 /// Checks jagged-group ends against the extent of the grouped axis: each end >= the previous
 /// (the first >= 0) and the last <= extent. Throws UsageError naming `name` and the rule.
 void validate_group_ends(const std::string& name, std::span<const int32_t> ends, int64_t extent);
+
+/// Checks a mask's counts (Pipeline::mask()) against the extent of the masked axis: each in
+/// [0, extent]. Throws UsageError naming `name` and the rule.
+void validate_counts(const std::string& name, std::span<const int32_t> counts, int64_t extent);
+
+/// Whether domain index `idx` is a masked position of `m` under `counts` (false without a mask).
+inline bool masked(const Mask& m, std::span<const int32_t> counts, std::span<const int64_t> idx) {
+  return m.active() && idx[size_t(m.axis)] >= counts[size_t(idx[size_t(m.by)])];
+}
 
 /// Cuts `domain` into the blocks of `spec`; `group_ends` are the (validated) ends of the jagged
 /// groups when spec.jagged().

@@ -129,6 +129,12 @@ class Run {
           ends_[d.name] = std::move(ends);
           break;
         }
+        case InputDecl::Kind::counts:
+          check_view(what, v, DType::i32, 1);
+          check_extents(what, v, {domain_[size_t(d.axis)]});
+          counts_ = read_i32(v);
+          validate_counts(d.name, counts_, domain_[size_t(p_.mask().axis)]);
+          break;
         case InputDecl::Kind::codes: {
           check_view(what, v, DType::u8, rank);
           std::vector<int64_t> want = domain_;
@@ -196,7 +202,7 @@ class Run {
     const int pa = g.packed_axis;
     std::vector<int64_t> idx(size_t(rank), 0);
     for (size_t lin = 0; lin < codes.size(); ++lin) {
-      if (pa < 0 || idx[pa] % 2 == 0) {
+      if ((pa < 0 || idx[pa] % 2 == 0) && !masked(p_.mask(), counts_, idx)) {
         int64_t off = 0;
         for (int a = 0; a < rank; ++a) off += (a == pa ? idx[a] / 2 : idx[a]) * view.strides[a];
         // FP4: element 2i in the low nibble, 2i+1 in the high nibble.
@@ -214,9 +220,10 @@ class Run {
     const BlockScales& s = scales_of(o.node, scale_flushed(o.node));
     const std::vector<int64_t>& shape = g.logical_shape;
     const BoundLayout& l = o.bound;
-    // Padding (an aligned axis, a grouped layout's bound) is zero.
+    // Padding (an aligned axis, a grouped layout's bound) is zero: the output is zeroed whole where
+    // this shape has any (as the GPU launcher does; masked rows then hold zeros too).
     // An empty output may have no buffer at all (data null): memset(nullptr, 0, 0) is undefined.
-    if ((l.pads() || o.layout.grouped()) && g.storage_bytes > 0)
+    if (g.padded && g.storage_bytes > 0)
       std::memset(view.data, 0, size_t(g.storage_bytes));
     // Grouped layouts: the group ends in scale units along the grouped axis.
     std::vector<int64_t> group_ends;
@@ -230,8 +237,8 @@ class Run {
     const int64_t n = product(shape);
     for (int64_t b = 0; b < n; ++b) {
       // The value offset (bytes of a packed word: little-endian, value i of a word is its byte i).
-      const int64_t off = l.offset(idx, shape, group_ends);
       // off < 0: a grouped layout's scale past the last group end, which is not stored.
+      const int64_t off = masked(p_.mask(), counts_, idx) ? -1 : l.offset(idx, shape, group_ends);
       if (off >= 0 && !s.stored.empty()) store_value(view, off, s.stored[size_t(b)]);
       else if (off >= 0) static_cast<uint8_t*>(view.data)[off] = s.bytes[size_t(b)];
       for (int a = rank - 1; a >= 0; --a) {
@@ -244,7 +251,14 @@ class Run {
   void write_values(const Output& o, const TensorView& view) {
     const std::vector<float>& v = eval_->values(o.node);
     const std::vector<int64_t> offs = strided_offsets(domain_, view.strides);
-    for (size_t i = 0; i < offs.size(); ++i) store_value(view, offs[i], v[v.size() == 1 ? 0 : i]);
+    std::vector<int64_t> idx(domain_.size(), 0);
+    for (size_t i = 0; i < offs.size(); ++i) {
+      if (!masked(p_.mask(), counts_, idx)) store_value(view, offs[i], v[v.size() == 1 ? 0 : i]);
+      for (int a = int(domain_.size()) - 1; a >= 0; --a) {
+        if (++idx[size_t(a)] < domain_[size_t(a)]) break;
+        idx[size_t(a)] = 0;
+      }
+    }
   }
 
   const Pipeline& p_;
@@ -252,6 +266,7 @@ class Run {
   std::vector<int64_t> domain_;
   std::optional<ValueEvaluator> eval_;
   std::map<std::string, std::vector<int32_t>> ends_;
+  std::vector<int32_t> counts_;  ///< the mask's counts (Pipeline::mask())
   std::map<const Node*, BlockPartition> partitions_;
   std::map<const Node*, std::vector<float>> flushed_;
   std::map<std::pair<const Node*, bool>, BlockScales> scales_;

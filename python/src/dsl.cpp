@@ -8,6 +8,7 @@
 // builds the same IR as the C++ spelling, so the two hash the same. Misuse raises UsageError.
 #include <nanobind/operators.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -35,6 +36,7 @@ const char* input_kind_name(InputDecl::Kind k) {
     case InputDecl::Kind::offsets: return "offsets";
     case InputDecl::Kind::codes: return "codes";
     case InputDecl::Kind::scales: return "scales";
+    case InputDecl::Kind::counts: return "counts";
   }
   return "?";
 }
@@ -323,6 +325,10 @@ void bind_dsl(nb::module_& m) {
       .def_prop_ro("ir", &Pipeline::str, "Canonical multi-line IR text.")
       .def_prop_ro("hash", [](const Pipeline& p) { return p.hash().hex(); }, "128-bit stable hash, 32 hex digits.")
       .def("input_index", &Pipeline::input_index, nb::arg("name"))
+      .def_prop_ro("mask", [](const Pipeline& p) -> std::optional<Mask> {
+        if (!p.mask().active()) return std::nullopt;
+        return p.mask();
+      }, "The masked rows (mxjit.Mask), or None.")
       .def("output_geometry",
            [](const Pipeline& p, int index, std::vector<int64_t> shape, int64_t groups) {
              return output_geometry(p, index, shape, groups);
@@ -354,7 +360,22 @@ void bind_dsl(nb::module_& m) {
       .def("__eq__", [](const Pipeline& a, const Pipeline& b) { return a.hash() == b.hash(); })
       .def("__hash__", [](const Pipeline& p) { return nb::hash(nb::str(p.hash().hex().c_str())); })
       .def("__repr__", [](const Pipeline& p) { return "mxjit.Pipeline(" + p.hash().hex() + ")"; });
-  m.def("pipeline", &pipeline, nb::arg("outputs"), "Validates and freezes a pipeline.");
+  nb::class_<Mask>(m, "Mask", "Masked rows (SGLang's masked_m): along `axis`, the first counts[i] positions of index i of "
+                              "`by` are real; the others are neither read nor written. mask(1, 0, 'masked_m').")
+      .def_ro("axis", &Mask::axis)
+      .def_ro("by", &Mask::by)
+      .def_ro("counts", &Mask::counts)
+      .def("__repr__", [](const Mask& k) {
+        return "mxjit.mask(" + std::to_string(k.axis) + ", " + std::to_string(k.by) + ", '" + k.counts + "')";
+      });
+  m.def("mask", &mask, nb::arg("axis"), nb::arg("by"), nb::arg("counts"),
+        "Masked rows along `axis`, one int32 count per index of axis `by` (input `counts`).");
+  m.def("pipeline",
+        [](std::vector<Output> outputs, std::optional<Mask> k) {
+          return k ? pipeline(std::move(outputs), std::move(*k)) : pipeline(std::move(outputs));
+        },
+        nb::arg("outputs"), nb::arg("mask") = nb::none(),
+        "Validates and freezes a pipeline; `mask` (mxjit.mask(axis, by, counts)) masks rows (its counts input comes last).");
   m.def("parse_pipeline", &parse_pipeline, nb::arg("text"), "Parses the short text form (dsl/text.hpp).");
   m.def("to_text", &to_text, nb::arg("pipeline"), "The canonical short text form of a pipeline.");
   m.def("dtype_size", [](DType t) { return dtype_size(t); }, nb::arg("dtype"));

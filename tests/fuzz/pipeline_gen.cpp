@@ -206,6 +206,8 @@ struct Builder {
     }
   }
 
+  std::vector<Output> outputs;  ///< the last pipeline's outputs (generate_case may add a mask)
+
   Pipeline build() {
     rank = int(1 + c.below(4));
     dtype = c.pick(std::vector<DType>{DType::bf16, DType::bf16, DType::f32, DType::f16});
@@ -248,6 +250,7 @@ struct Builder {
       note(fmt::format("values {}", dtype_name(vt)));
       outs.push_back(output("v", v, vt, elems_layout()));
     }
+    outputs = outs;
     return pipeline(std::move(outs));
   }
 
@@ -262,6 +265,7 @@ struct Builder {
     const DType vt = c.pick(std::vector<DType>{DType::bf16, DType::f16, DType::f32});
     std::vector<Output> outs = {output("y", d, vt, elems_layout())};
     if (c.one_in(3)) outs.push_back(output("a", amax(d)));
+    outputs = outs;
     return pipeline(std::move(outs));
   }
 };
@@ -324,6 +328,18 @@ Case generate_case(Choices& c) {
   k.recipe = b.recipe;
   k.domain = domain_of(c, b.rank, k.recipe);
   k.seed = c.below(1 << 16);
+  // Masked rows, chosen from the seed (no draw of their own: older corpus bytes keep their cases).
+  if (k.pipeline && b.rank >= 2 && k.seed % 5 == 2) {
+    const int axis = int(k.seed / 5 % uint64_t(b.rank)), by = int(k.seed / 25 % uint64_t(b.rank));  // equal: refused
+    k.recipe += fmt::format(" mask({},{},cnt)", axis, by);
+    try {
+      k.pipeline = pipeline(b.outputs, mask(axis, by, "cnt"));
+    } catch (const UsageError& e) {
+      k.pipeline.reset();
+      k.refused = e.what();
+      return k;
+    }
+  }
   if (!k.pipeline) return k;
   const Pipeline& p = *k.pipeline;
   for (const InputDecl& d : p.inputs()) {
@@ -366,8 +382,17 @@ Case generate_case(Choices& c) {
         k.recipe += fmt::format(" ends [{}]", fmt::join(in.ends, ","));
         break;
       }
+      case InputDecl::Kind::counts: {  // each in [0, extent]; one in 16 cases a count past it (refused)
+        const int64_t extent = std::min<int64_t>(k.domain[size_t(p.mask().axis)], std::numeric_limits<int32_t>::max() - 1);
+        in.shape = {k.domain[size_t(d.axis)]};
+        for (int64_t i = 0; i < std::min<int64_t>(in.shape[0], 1 << 16); ++i)
+          in.ends.push_back(c.one_in(4) ? int32_t(extent) : int32_t(c.below(uint32_t(std::min<int64_t>(extent, 1 << 20) + 1))));
+        if (!in.ends.empty() && c.one_in(16)) in.ends[c.below(uint32_t(in.ends.size()))] = c.one_in(2) ? -1 : int32_t(extent + 1);
+        k.recipe += fmt::format(" counts [{}]", fmt::join(in.ends.begin(), in.ends.begin() + std::min<ptrdiff_t>(8, ptrdiff_t(in.ends.size())), ","));
+        break;
+      }
     }
-    in.strides = d.kind == InputDecl::Kind::offsets ? std::vector<int64_t>{1} : strides_of(c, in.shape, k.recipe);
+    in.strides = d.one_dim() && d.kind != InputDecl::Kind::vector ? std::vector<int64_t>{1} : strides_of(c, in.shape, k.recipe);
     const std::optional<int64_t> n = element_count(in.shape);
     in.unaddressable = !n || *n > kCap * 64;  // never read: the launch must refuse it, or it is empty
     const uint32_t f = c.below(10);

@@ -44,7 +44,7 @@ struct InputData {
   std::vector<int64_t> strides;  ///< in elements (C, Fortran, permuted, padded)
   Fill fill = Fill::random;
   float edge = 0;                ///< Fill::edge: the block maxima (support/fp32_edges.hpp)
-  std::vector<int32_t> ends;     ///< offsets inputs: the group ends
+  std::vector<int32_t> ends;     ///< offsets inputs: the group ends; counts inputs: the counts
   bool unaddressable = false;    ///< extents past what can be allocated: the view must be refused unread
 };
 

@@ -119,6 +119,12 @@ int main() {
     c.emplace_back("sglang_silu_and_mul", pipeline({output("q", cast(e4m3, v / s)), output("s", s),
                                                     output("h", round_to(g, DType::f16), DType::f16)}));
   }
+  {
+    auto x = input("x", DType::bf16, rank(3));
+    auto s = scale(amax(blocks(x, 2, 128)), e4m3, recipes::sglang_group(e4m3, false));
+    c.emplace_back("sglang_masked", pipeline({output("q", cast(e4m3, x / s)), output("s", s, layout::mn_major_tma())},
+                                             mask(1, 0, "masked_m")));
+  }
   for (const auto& [name, p] : c) std::printf("%s %s\n", name.c_str(), p.hash().hex().c_str());
   return 0;
 }

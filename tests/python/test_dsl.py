@@ -108,6 +108,10 @@ def python_corpus():
     s = mx.scale(mx.amax(mx.blocks(v, 1, 128)), mx.e4m3, mx.recipes.sglang_group(mx.e4m3, False))
     c["sglang_silu_and_mul"] = mx.pipeline([mx.output("q", mx.cast(mx.e4m3, v / s)), mx.output("s", s),
                                             mx.output("h", mx.round_to(g, mx.f16), mx.f16)])
+    x3 = mx.input("x", mx.bf16, 3)
+    s = mx.scale(mx.amax(mx.blocks(x3, 2, 128)), mx.e4m3, mx.recipes.sglang_group(mx.e4m3, False))
+    c["sglang_masked"] = mx.pipeline([mx.output("q", mx.cast(mx.e4m3, x3 / s)), mx.output("s", s, L.mn_major_tma())],
+                                     mask=mx.mask(1, 0, "masked_m"))
     return c
 
 

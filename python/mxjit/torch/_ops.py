@@ -461,6 +461,9 @@ def run_spec(pipeline, inputs, fp4x2=False):
             if t.dtype != torch.int32 or t.dim() != 1:
                 raise TypeError(f"{op}: {what} (group ends) must be a 1-D torch.int32 tensor")
             groups = t.shape[0]
+        elif kind == "counts":
+            if t.dtype != torch.int32 or t.dim() != 1:
+                raise TypeError(f"{op}: {what} (the mask's row counts) must be a 1-D torch.int32 tensor")
         elif kind == "codes":
             chk.byte_tensor(op, what, t, ranks=(rank,))
         elif kind == "scales" and t.dtype != torch.float32:
