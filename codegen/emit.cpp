@@ -400,8 +400,7 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
   plan.kernel_name = kernel_name(p, plan, target, sc);
   Ctx x{p, target, sc, plan, collect_values(p), {}, 8};
   // Vector width: 16 bytes of the lead tensor input.
-  for (const InputDecl& in : p.inputs())
-    if (in.kind == InputDecl::Kind::tensor) { x.vec = int(16 / dtype_size(in.dtype)); break; }
+  if (const int k = lead_tensor_input(p); k >= 0) x.vec = int(16 / dtype_size(p.inputs()[size_t(k)].dtype));
   emit_banner(x);
   emit_params(x);
   switch (plan.kind) {

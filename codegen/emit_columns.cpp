@@ -48,6 +48,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
+#include "codegen/plan_rules.hpp"
 #include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
@@ -436,9 +437,7 @@ std::string whole_tile(const Ctx& x) {
 // the warps (docs/perf-log.md#columns-pipelined).
 void emit_issue(Ctx& x) {
   const Plan& pl = x.plan;
-  int k = -1;
-  for (size_t i = 0; i < x.p.inputs().size(); ++i)
-    if (x.p.inputs()[i].kind == InputDecl::Kind::tensor) k = int(i);
+  const int k = lead_tensor_input(x.p);
   const int rb = columns_row_bytes(cols(x)), per_warp = cols(x).tile_rows / (pl.threads / 32);
   x.out += fmt::format("  auto whole = [&](int t_r0, int t_c0) {{ return {}; }};\n", whole_tile(x));
   x.out += "  auto issue = [&](unsigned t, int j) {\n";

@@ -149,11 +149,7 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
                            const std::function<std::string(const std::string&)>& row_values) {
   const Plan& pl = x.plan;
   const int ar = pl.ax_r, ac = pl.ax_c, TC = jp.cols_per_cta / 8, RL = pl.threads / TC;
-  const bool f32 = [&] {
-    for (const InputDecl& in : x.p.inputs())
-      if (in.kind == InputDecl::Kind::tensor) return in.dtype == DType::f32;
-    return false;
-  }();
+  const bool f32 = x.p.inputs()[size_t(lead_tensor_input(x.p))].dtype == DType::f32;
   const NodePtr& q = x.v.quantizes[size_t(x.v.output_index[size_t(o)])];
   // Rows per run (R, JaggedPlan::run_rows) and rows' loads in flight at once (B, the plan's
   // rows in flight as a divisor of R): within 64 registers (ctas_per_sm > 2) at most 2, and the
@@ -238,9 +234,7 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
   const int ar = pl.ax_r, ac = pl.ax_c;
-  int k = -1;
-  for (size_t i = 0; i < x.p.inputs().size(); ++i)
-    if (x.p.inputs()[i].kind == InputDecl::Kind::tensor) k = int(i);
+  const int k = lead_tensor_input(x.p);
   const DType dt = x.p.inputs()[size_t(k)].dtype;
   const bool f32 = dt == DType::f32;
   const int W = jp.cols_per_cta, TC = W / 8, RL = pl.threads / TC, U = jp.rows_in_flight, NW = f32 ? 8 : 4, CR = jp.cached_rows;

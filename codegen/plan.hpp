@@ -132,7 +132,6 @@ struct JaggedPlan {
   int run_rows = 0;
 };
 
-/// One field of the kernel's parameter block (every word 8 bytes), in MxParams order.
 /// The rows kernel (whole-axis blocks, emit_rows.cpp): each line (the elements sharing one scale:
 /// every index but the whole axis ax_c) belongs to `wpl` warps, which hold its first
 /// wpl * 32 * chunks_per_thread * 8 elements in registers while its amax is reduced, so that a
@@ -158,6 +157,7 @@ struct RowsPlan {
   std::optional<JaggedPlan> columns;
 };
 
+/// One field of the kernel's parameter block (every word 8 bytes), in MxParams order.
 enum class Param : uint8_t {
   in,          ///< input base pointers, one per input
   out,         ///< output base pointers, one per output

@@ -163,6 +163,12 @@ int first_tensor_input(const Pipeline& p) {
   return -1;
 }
 
+int lead_tensor_input(const Pipeline& p) {
+  for (size_t i = 0; i < p.inputs().size(); ++i)
+    if (p.inputs()[i].kind == InputDecl::Kind::tensor) return int(i);
+  return -1;
+}
+
 void choose_axes(const Pipeline& p, const ValueSet& v, const StrideClass& sc, Plan& plan) {
   const int rank = p.rank();
   plan.rank = rank;

@@ -99,5 +99,8 @@ Schedule fit_schedule(const Schedule& s, KernelKind k, bool vector_columns, Fit 
 
 /// The index of the first tensor (or codes) input of `p`, or -1.
 int first_tensor_input(const Pipeline& p);
+/// Index of the first tensor input (codes excluded), -1 for none: the one tensor input of the
+/// kernels that take one (columns, jagged), and the lead input whose type sets the vector width.
+int lead_tensor_input(const Pipeline& p);
 
 }  // namespace mxjit::detail

@@ -186,21 +186,25 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
     b.outputs.push_back(std::move(g));
   }
   // Stride class: each input's unit-stride axis and whether 16-byte vectors are safe.
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const TensorView& v = inputs[k];
-    int unit = -1;
-    for (int a = int(v.shape.size()) - 1; a >= 0; --a)
-      if (v.strides[size_t(a)] == 1 && v.shape[size_t(a)] > 1) { unit = a; break; }
-    if (unit < 0 && !v.shape.empty() && v.strides.back() == 1) unit = int(v.shape.size()) - 1;
-    bool strides = unit >= 0;
-    // Modulo 2^64 (16 divides it): an empty view's strides may be huge, their product in bytes past int64.
-    for (size_t a = 0; a < v.shape.size(); ++a)
-      if (int(a) != unit && v.shape[a] > 1 && uint64_t(v.strides[a]) * dtype_size(v.dtype) % 16 != 0) strides = false;
-    b.unit_axis.push_back(unit);
-    b.strides_aligned.push_back(strides);
-    b.aligned.push_back(strides && reinterpret_cast<uintptr_t>(v.data) % 16 == 0);
+  for (const TensorView& v : inputs) {
+    const ViewClass c = view_class(v.shape, v.strides, v.dtype);
+    b.unit_axis.push_back(c.unit);
+    b.strides_aligned.push_back(c.strides_aligned);
+    b.aligned.push_back(c.strides_aligned && reinterpret_cast<uintptr_t>(v.data) % 16 == 0);
   }
   return b;
+}
+
+ViewClass view_class(std::span<const int64_t> shape, std::span<const int64_t> strides, DType dtype) {
+  ViewClass c;
+  for (int a = int(shape.size()) - 1; a >= 0; --a)
+    if (strides[size_t(a)] == 1 && shape[size_t(a)] > 1) { c.unit = a; break; }
+  if (c.unit < 0 && !shape.empty() && strides.back() == 1) c.unit = int(shape.size()) - 1;
+  c.strides_aligned = c.unit >= 0;
+  // Modulo 2^64 (16 divides it): an empty view's strides may be huge, their product in bytes past int64.
+  for (size_t a = 0; a < shape.size(); ++a)
+    if (int(a) != c.unit && shape[a] > 1 && uint64_t(strides[a]) * dtype_size(dtype) % 16 != 0) c.strides_aligned = false;
+  return c;
 }
 
 }  // namespace mxjit::detail

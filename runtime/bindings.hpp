@@ -22,6 +22,16 @@ struct Binding {
   bool empty = false;                  ///< some extent is 0: nothing to launch
 };
 
+/// One view's part of a stride class: its unit-stride axis (the innermost axis of extent > 1 with
+/// stride 1, else the last axis where its stride is 1; -1 for none) and whether every other axis of
+/// extent > 1 steps whole 16-byte vectors (the base address aside). A launch (check_bindings) and
+/// `mxjit explore` (contiguous_stride_class) decide with it alike.
+struct ViewClass {
+  int unit = -1;
+  bool strides_aligned = false;
+};
+ViewClass view_class(std::span<const int64_t> shape, std::span<const int64_t> strides, DType dtype);
+
 /// Bytes a view can touch from its base (0 for an empty view; strides checked positive); UsageError
 /// where that count overflows int64 (check_view_size refuses such views first).
 int64_t span_bytes(const TensorView& v);

@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "cache/key.hpp"
+#include "runtime/bindings.hpp"
 #include "runtime/nvrtc.hpp"
 #include "templates/templates.hpp"
 
@@ -95,13 +96,11 @@ StrideClass contiguous_stride_class(const Pipeline& p, const std::vector<int64_t
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& in = p.inputs()[k];
     if (in.kind != InputDecl::Kind::tensor || shape.size() != size_t(in.rank)) continue;
-    // As the launch decides (bindings.cpp): every axis of extent > 1 but the last has a stride of
-    // whole 16-byte vectors.
-    uint64_t stride = 1;
-    for (size_t a = shape.size(); a-- > 1;) {
-      stride *= uint64_t(shape[a]);
-      if (shape[a - 1] > 1 && stride * dtype_size(in.dtype) % 16 != 0) sc.aligned[k] = false;
-    }
+    std::vector<int64_t> strides(shape.size(), 1);  // row-major, 16-byte aligned base
+    for (size_t a = shape.size(); a-- > 1;) strides[a - 1] = strides[a] * shape[a];
+    const ViewClass c = view_class(shape, strides, in.dtype);  // as a launch decides
+    sc.unit_axis[k] = c.unit;
+    sc.aligned[k] = c.strides_aligned;
   }
   return sc;
 }

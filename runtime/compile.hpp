@@ -75,9 +75,10 @@ void evict(const Hash128& content_key);
 
 /// The stride class of a contiguous, 16-byte aligned binding of `p` (what jit() compiles eagerly).
 StrideClass default_stride_class(const Pipeline& p);
-/// The stride class of row-major (contiguous, 16-byte aligned) input tensors of `shape`: as
-/// default_stride_class, but rows whose bytes are not a multiple of 16 are not aligned (what
-/// jit() derives at launch for such tensors; `mxjit explore` sweeps and stores under it).
+/// The stride class of row-major (contiguous, 16-byte aligned) input tensors of `shape`, decided
+/// as a launch decides it (view_class): rows whose bytes are not a multiple of 16 are not aligned,
+/// and the unit-stride axis skips trailing axes of extent 1 (`mxjit explore` sweeps and stores
+/// under it).
 StrideClass contiguous_stride_class(const Pipeline& p, const std::vector<int64_t>& shape);
 
 }  // namespace mxjit::detail

@@ -7,6 +7,7 @@
 #include "codegen/emit.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
+#include "runtime/bindings.hpp"
 #include "runtime/compile.hpp"
 
 using namespace mxjit;
@@ -138,4 +139,27 @@ TEST_CASE("contiguous_stride_class: rows of whole 16-byte vectors are aligned, a
   CHECK_FALSE(contiguous_stride_class(p3, {4, 1, 6}).aligned[0]);   // one row a batch, batches 24 bytes apart
   CHECK(contiguous_stride_class(p3, {4, 1, 8}).aligned[0]);         // 32 bytes apart
   CHECK(contiguous_stride_class(p3, {1, 1, 6}).aligned[0]);         // a single row
+}
+
+TEST_CASE("contiguous_stride_class: the class a launch of contiguous tensors derives, shape by shape") {
+  // check_bindings on 16-byte aligned row-major host tensors, trailing axes of extent 1 included.
+  const Pipeline p = parse_pipeline("f32[3] -> mxfp8.e4m3 rceil blocks(2,32)");
+  const std::vector<std::vector<int64_t>> shapes = {{4, 3, 6}, {4, 1, 6}, {4, 1, 8}, {1, 1, 6}, {5, 7, 1}, {3, 1, 1}, {2, 64, 32}};
+  for (const std::vector<int64_t>& shape : shapes) {
+    CAPTURE(shape);
+    std::vector<float> x(size_t(shape[0] * shape[1] * shape[2]) + 4);
+    float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(x.data()) + 15) & ~uintptr_t(15));
+    const TensorView in = TensorView::contiguous(base, DType::f32, shape);
+    std::vector<std::vector<uint8_t>> bufs;
+    std::vector<TensorView> outs;
+    for (size_t o = 0; o < p.outputs().size(); ++o) {
+      const OutputGeometry g = output_geometry(p, int(o), shape);
+      bufs.emplace_back(size_t(g.storage_bytes) + 16);
+      outs.push_back(TensorView::strided(bufs.back().data(), p.outputs()[o].dtype, g.view_shape, g.view_strides));
+    }
+    const Binding b = check_bindings(p, std::span<const TensorView>(&in, 1), outs, DeviceKind::cpu);
+    const StrideClass sc = contiguous_stride_class(p, shape);
+    CHECK(sc.unit_axis[0] == b.unit_axis[0]);
+    CHECK(sc.aligned[0] == b.aligned[0]);
+  }
 }
