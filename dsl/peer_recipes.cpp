@@ -41,8 +41,11 @@ ScaleDef sglang_group(ElemFormat elem, bool ue8m0) {
   ScaleDef d;
   d.amax_nan = AmaxNan::ignore;
   if (ue8m0) {
-    d.stored = pow2_ceil(a * rcp_of(elem));
-    d.factor = where(isinf(stored_var()), -std::numeric_limits<double>::infinity(), 1.0 / stored_var());
+    // From the amax, not stored_var(): stored as E8M0, an infinite scale reads back as NaN (0xFF),
+    // while SGLang's elements take its fast_pow2(-128), -Inf.
+    const Expr s = pow2_ceil(a * rcp_of(elem));
+    d.stored = s;
+    d.factor = where(isinf(s), -std::numeric_limits<double>::infinity(), 1.0 / s);
   } else {
     d.stored = a * rcp_of(elem);
     d.factor = top_of(elem) / a;
