@@ -27,15 +27,13 @@ inline std::vector<Output> sglang_masked_cast(DType dt, Layout layout, bool ue8m
   return outs;
 }
 
-/// Counts for `n` experts over `extent` rows: full, empty, partial, one past the extent when
-/// `clamped` (what a GPU kernel clamps; the reference refuses it).
-inline std::vector<int32_t> mask_counts(int64_t n, int64_t extent, bool clamped = false) {
+/// Counts for `n` experts over `extent` rows: full, empty, a third, one row, most of them.
+inline std::vector<int32_t> mask_counts(int64_t n, int64_t extent) {
   std::vector<int32_t> c(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t k = i % 5;
     c[size_t(i)] = int32_t(k == 0 ? extent : k == 1 ? 0 : k == 2 ? extent / 3 : k == 3 ? 1 : (extent * 7 + i) / 9);
   }
-  if (clamped && n > 3) c[3] = int32_t(extent + 5);
   return c;
 }
 
