@@ -29,7 +29,7 @@ void emit_prologue(Ctx& x) {
     const BlockSpec& b = block_of(x.v.scales[s]);
     int64_t nb = (tp.tile_rows / (pl.ax_r >= 0 ? b.size_along(pl.ax_r) : 1)) * (tp.tile_cols / b.size_along(pl.ax_c));
     x.out += fmt::format("  float* const s{}_mult = mx_smem + {};\n", s, off);
-    x.out += fmt::format("  float* const s{}_val = mx_smem + {};\n", s, off + nb);
+    if (!byte_scale(*x.v.scales[s])) x.out += fmt::format("  float* const s{}_val = mx_smem + {};\n", s, off + nb);
     x.out += fmt::format("  mx_u32* const s{}_info = reinterpret_cast<mx_u32*>(mx_smem + {});\n", s, off + 2 * nb);
     off += 3 * nb;
   }
@@ -66,10 +66,12 @@ void emit_load(Ctx& x) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
     return x.sc.vector_along(size_t(k), pl.ax_c) && int(16 / dtype_size(in.dtype)) == V;
   };
+  bool any_vec = false;  // the whole-chunk test `full` chooses the 16-byte loads
+  for (int k : tensors) any_vec = any_vec || vec_ok(k);
   // Vector inputs keep raw 16-byte words until the values are computed (see raw_chunk_tail).
   for (int k : tensors)
     x.out += vec_ok(k) ? fmt::format("  mx_v16 r{}_[{}];\n", k, iters) : fmt::format("  float x{}_[{}][{}];\n", k, iters, V);
-  auto head = [&](const char* stage) {
+  auto head = [&](const char* stage, bool loading) {
     if (hoist)
       x.out += fmt::format("#pragma unroll\n  for (int i = 0; i < {0}; ++i) {{  // {1}\n    const int it = threadIdx.x + i * {2};\n",
                            iters, stage, pl.threads);
@@ -77,7 +79,8 @@ void emit_load(Ctx& x) {
       x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{  // {}\n    const int i = 0;\n", chunks,
                            pl.threads, stage);
     x.out += fmt::format("    const int r = it / {0}, cv = (it % {0}) * {1};\n", tp.tile_cols / V, V);
-    x.out += fmt::format("    const bool row_ok = r < nr;\n    const bool full = row_ok && cv + {} <= nc;\n", V);
+    x.out += "    const bool row_ok = r < nr;\n";
+    if (any_vec && loading) x.out += fmt::format("    const bool full = row_ok && cv + {} <= nc;\n", V);
   };
   auto loads = [&] {
     for (int k : tensors) {
@@ -115,14 +118,14 @@ void emit_load(Ctx& x) {
     x.out += "        continue;\n      }\n" + body + "    }\n";
   };
   if (hoist) {
-    head("issue every load");
+    head("issue every load", true);
     loads();
     x.out += "  }\n";
-    head("evaluate and store");
+    head("evaluate and store", false);
     compute();
     x.out += "  }\n";
   } else {
-    head("load, evaluate, store");
+    head("load, evaluate, store", true);
     loads();
     compute();
     x.out += "  }\n";
@@ -160,7 +163,8 @@ void emit_scales(Ctx& x) {
     };
     auto store = [&](const std::string& ind) {
       x.out += scale_from_amax(sn, ind);
-      x.out += fmt::format("{1}s{0}_mult[lb] = mult;\n{1}s{0}_val[lb] = sval;\n{1}s{0}_info[lb] = byte | (flag << 8);\n", s, ind);
+      x.out += byte_scale(*sn) ? fmt::format("{1}s{0}_mult[lb] = mult;\n{1}s{0}_info[lb] = byte | (flag << 8);\n", s, ind)
+                               : fmt::format("{1}s{0}_mult[lb] = mult;\n{1}s{0}_val[lb] = sval;\n{1}s{0}_info[lb] = flag << 8;\n", s, ind);
     };
     if (G == 1) {
       x.out += fmt::format("  for (int lb = threadIdx.x; lb < {}; lb += {}) {{\n", nb, pl.threads);
@@ -287,8 +291,11 @@ void emit_elems(Ctx& x, int o) {
   // Pack and store.
   auto [r0e, c0e] = chunk_rc(ch, "0");
   x.out += fmt::format("    mx_u8* const base = static_cast<mx_u8*>(P.out[{}]);\n", o);
-  x.out += fmt::format("    {{\n      const int rs = {}, cs = {};\n      const mx_i64 off = {};\n", r0e, c0e,
-                       x.out_offset(o, "rs", "cs", packed_axis));
+  const std::string off = x.out_offset(o, "rs", "cs", packed_axis);
+  x.out += "    {\n";
+  if (uses(off, "rs")) x.out += fmt::format("      const int rs = {};\n", r0e);
+  if (uses(off, "cs")) x.out += fmt::format("      const int cs = {};\n", c0e);
+  x.out += fmt::format("      const mx_i64 off = {};\n", off);
   const int nbytes = fp4 ? ch.w / 2 : ch.w, nwords = nbytes / 4;
   x.out += fmt::format("      mx_u32 w[{}];\n", nwords);
   if (fp4)

@@ -129,9 +129,9 @@ void emit_amax_of(Ctx& x, int s, const std::string& arr, int n, const std::vecto
                          ind, n, arr, flush ? "if (a < 0x00800000u) a = 0u; " : "", amax_drop_nan(*x.v.scales[size_t(s)], "a"));
   }
   for (int o : xors) x.out += fmt::format("{}{{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, {}); m = o_ > m ? o_ : m; }}\n", ind, o);
-  x.out += scale_from_amax(x.v.scales[size_t(s)], ind);
-  x.out += fmt::format("{0}const mx_u32 byte{1} = byte, flag{1} = flag;\n{0}const float mult{1} = mult, sval{1} = sval;\n{0}(void)byte{1}; (void)sval{1};\n",
-                       ind, s);
+  const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
+  x.out += scale_from_amax(x.v.scales[size_t(s)], ind, "", stored, coded);
+  x.out += scale_slot_decls(x, s, stored, coded, ind) + scale_slot_copy(x, s, stored, coded, ind);
 }
 
 // True (a C expression, the same for every thread) when output o's code stores of `bytes` bytes
@@ -328,6 +328,7 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     const BlockSpec& b = block_of(x.v.scales[size_t(s)]);
     const int root = x.v.scale_root[size_t(s)];
+    const bool coded = scale_coded(x, s);  // else only the scales: no values, no gathered multipliers
     const int64_t bs = b.sizes[0];
     // Fast path: each code output's pointer at the thread's first row and column, stepped by its
     // stride along the loop (no per-store 64-bit index products).
@@ -355,16 +356,18 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
       const bool dist = fast && scatter(x, s);
       if (dist) emit_scatter_scales(x, s, kCols, xors, col_m, scale_staged(x, s) ? col_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} ({} lanes), column by column.\n", ind, s, bs, pl.ax_r, lanes);
-      emit_clean_split(x, dist ? scales_clean(s, kCols, xors) : "", ind, [&](bool clean) {
+      emit_clean_split(x, dist && coded ? scales_clean(s, kCols, xors) : "", ind, [&](bool clean) {
+        if (dist && !coded) return;  // the owners stored the scales, and no codes need them
         x.out += fmt::format("#pragma unroll\n{}for (int c = 0; c < {}; ++c) {{\n", ind, kCols);
-        emit_values(x, root, "col", "r", kRows, in2, fast, along_c);
+        if (coded || k < 0) emit_values(x, root, "col", "r", kRows, in2, fast, along_c);
         x.out += in2 + "{\n";
         if (dist) emit_gather_scale(x, s, kCols, xors, "c", in3, std::to_string(s), clean);
         else emit_amax_of(x, s, "col", kRows, xors, in3, k >= 0 ? col_m("c") : "");
-        x.out += in3 + "const int r = 0;\n";
+        const size_t at = x.out.size();
         emit_scale_consumers(x, s, true, col_stage("c"), in3,
                   fast ? fmt::format("(rg % {}) == 0", lanes) : fmt::format("(rg % {}) == 0 && r0 < n_r && c0 + c < n_c", lanes), "col",
                   fast, !dist);
+        insert_used(x.out, at, {{"r", in3 + "const int r = 0;\n"}});
         x.out += in2 + "}\n" + ind + "}\n";
       });
     } else {
@@ -377,17 +380,19 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
       const bool dist = fast && scatter(x, s);
       if (dist) emit_scatter_scales(x, s, kRows, xors, row_m, scale_staged(x, s) ? row_stage : nullptr, ind);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} (4 lanes), row by row.\n", ind, s, bs, pl.ax_c);
-      emit_clean_split(x, dist ? scales_clean(s, kRows, xors) : "", ind, [&](bool clean) {
+      emit_clean_split(x, dist && coded ? scales_clean(s, kRows, xors) : "", ind, [&](bool clean) {
+        if (dist && !coded) return;  // the owners stored the scales, and no codes need them
         x.out += fmt::format("#pragma unroll\n{}for (int r = 0; r < {}; ++r) {{\n", ind, kRows);
-        emit_values(x, root, "row", "c", kCols, in2, fast);
+        if (coded || k < 0) emit_values(x, root, "row", "c", kCols, in2, fast);
         x.out += in2 + "{\n";
         if (dist) emit_gather_scale(x, s, kRows, xors, "r", in3, std::to_string(s), clean);
         else emit_amax_of(x, s, "row", kCols, {lanes_r, 2 * lanes_r}, in3, k >= 0 ? row_m("r") : "");
-        x.out += in3 + "const int c = 0;\n";
         // The block's first lane: cl spans 32 / lanes_r column groups, a block bs / kCols of them.
         const std::string first = 32 / lanes_r <= bs / kCols ? std::string("cl == 0") : fmt::format("(cl % {}) == 0", bs / kCols);
+        const size_t at = x.out.size();
         emit_scale_consumers(x, s, false, row_stage("r"), in3, fast ? first : first + " && r0 + r < n_r && c0 < n_c",
                   "row", fast, !dist);
+        insert_used(x.out, at, {{"c", in3 + "const int c = 0;\n"}});
         x.out += in2 + "}\n" + ind + "}\n";
       });
     }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
 #include <string_view>
 
 #include "codegen/emit_expr.hpp"
@@ -217,12 +219,12 @@ static std::string nvfp4_mult(const NodePtr& sn, const std::string& byte, const 
   return fmt::format("{} mx_per_tensor_inv / mx_decode<4, 3, 1, false>({});\n", lhs, byte);
 }
 
-std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std::string& mult_table) {
+std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std::string& mult_table, bool stored, bool coded) {
   // Emits code that turns `m` (the block's max |x| as FP32 bits) into byte, flag, mult, sval.
-  if (generic_scale(*sn)) return generic_scale_from_amax(*sn, in);
+  if (generic_scale(*sn)) return generic_scale_from_amax(*sn, in, stored, coded);
   const ElemFormat& f = sn->elem;
-  std::string o = "mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n";
-  o += "float mult = 0.0f, sval = 0.0f;\n";
+  coded = coded || sn->scale_format != ScaleFormat::e8m0;  // the FP32 and NVFP4 paths derive the rest from mult
+  std::string o = scale_var_decls(*sn, stored, coded);
   switch (sn->scale_format) {
     case ScaleFormat::e8m0: {
       if (sn->recipe == ScaleRecipe::e8m0_exponent) {
@@ -234,7 +236,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
         ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
         std::string var = em.emit(sn->exponent, o, "  ");
         o += fmt::format("  byte = mx_custom_exponent_byte({});\n  if (byte == 255u) flag = 2u;\n}}\n", var);
-        o += "if (flag == 0u) mult = mx_e8m0_recip(byte);\n";
+        if (coded) o += "if (flag == 0u) mult = mx_e8m0_recip(byte);\n";
         break;
       }
       // Built-in rules without branches: the rule runs on every m (its result for m = 0, Inf or
@@ -254,7 +256,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
         o += "byte = m == 0x7f800000u ? 254u : byte;\n";
       }
       o += "byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);\n";
-      o += "mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;\n";
+      if (coded) o += "mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;\n";
       break;
     }
     case ScaleFormat::f32:
@@ -262,7 +264,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
                        float_literal(f.max_normal()));
       // pow2: r is +0, normal or NaN; clearing a normal r's mantissa rounds it down.
       if (sn->pow2) o += "  if (mult == mult) mult = mx_float(mx_bits(mult) & 0xff800000u);\n";
-      o += sn->store_multiplier ? "  sval = mult;\n}\n" : "  sval = 1.0f / mult;\n}\n";
+      o += !stored ? "}\n" : sn->store_multiplier ? "  sval = mult;\n}\n" : "  sval = 1.0f / mult;\n}\n";
       break;
     case ScaleFormat::e4m3:
       // NVFP4 (docs/design.md §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
@@ -283,6 +285,59 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
     case ScaleFormat::bf16: throw Error("mxjit internal: bf16 scales are generic definitions (generic_scale_from_amax)");
   }
   return indent_lines(o, in);
+}
+
+bool byte_scale(const Node& sn) { return sn.scale_format == ScaleFormat::e8m0 || sn.scale_format == ScaleFormat::e4m3; }
+
+std::string scale_var_decls(const Node& sn, bool stored, bool mult) {
+  std::string f;
+  if (mult) f = "mult = 0.0f";
+  if (!byte_scale(sn) && stored) f += f.empty() ? "sval = 0.0f" : ", sval = 0.0f";
+  return fmt::format("{} flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n", byte_scale(sn) ? "mx_u32 byte = 0u," : "mx_u32") +
+         (f.empty() ? "" : "float " + f + ";\n");
+}
+
+bool uses(const std::string& code, const std::string& name, size_t from) {
+  const auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t p = code.find(name, from); p != std::string::npos; p = code.find(name, p + 1))
+    if ((p == 0 || !ident(code[p - 1])) && (p + name.size() == code.size() || !ident(code[p + name.size()]))) return true;
+  return false;
+}
+
+void insert_used(std::string& code, size_t at, const std::vector<Decl>& decls) {
+  std::string ins;
+  for (const Decl& d : decls)
+    if (uses(code, d.name, at)) ins += d.statement;
+  code.insert(at, ins);
+}
+
+bool scale_stored(const Ctx& x, int s) {
+  for (size_t o = 0; o < x.p.outputs().size(); ++o)
+    if (x.p.outputs()[o].kind == OutputKind::scales && x.v.output_index[o] == s) return true;
+  return false;
+}
+
+bool scale_coded(const Ctx& x, int s) {
+  return std::find(x.v.quantize_scale.begin(), x.v.quantize_scale.end(), s) != x.v.quantize_scale.end();
+}
+
+std::string scale_slot_decls(const Ctx& x, int s, bool stored, bool coded, const std::string& ind, const std::string& arr) {
+  const bool b = byte_scale(*x.v.scales[size_t(s)]);
+  std::string u, f;
+  if (coded) u = fmt::format("flag{}{}", s, arr);
+  if (stored && b) u += fmt::format("{}byte{}{}", u.empty() ? "" : ", ", s, arr);
+  if (coded) f = fmt::format("mult{}{}", s, arr);
+  if (stored && !b) f += fmt::format("{}sval{}{}", f.empty() ? "" : ", ", s, arr);
+  return (u.empty() ? "" : fmt::format("{}mx_u32 {};\n", ind, u)) + (f.empty() ? "" : fmt::format("{}float {};\n", ind, f));
+}
+
+std::string scale_slot_copy(const Ctx& x, int s, bool stored, bool coded, const std::string& ind, const std::string& idx,
+                            const std::string& byte, const std::string& sval) {
+  const bool b = byte_scale(*x.v.scales[size_t(s)]);
+  std::string o;
+  if (coded) o += fmt::format(" flag{0}{1} = flag; mult{0}{1} = mult;", s, idx);
+  if (stored) o += b ? fmt::format(" byte{}{} = {};", s, idx, byte) : fmt::format(" sval{}{} = {};", s, idx, sval);
+  return o.empty() ? "" : ind + o.substr(1) + "\n";
 }
 
 std::string stored_scale(const Output& out, const std::string& suffix) {
@@ -531,6 +586,16 @@ std::string tamax_decl(const Ctx& x, bool tables) {
 
 namespace mxjit::detail {
 
+namespace {
+// A tile scale's indices gr, gc (tile row / column sr0, sc0 plus ir, ic), those that `offset` uses.
+std::string scale_index_decls(const std::string& offset, const std::string& ind) {
+  std::string o;
+  if (uses(offset, "gr")) o += ind + "const mx_i64 gr = sr0 + ir;\n";
+  if (uses(offset, "gc")) o += ind + "const mx_i64 gc = sc0 + ic;\n";
+  return o;
+}
+}  // namespace
+
 void emit_tile_scales(Ctx& x, int o) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
@@ -582,7 +647,8 @@ void emit_tile_scales(Ctx& x, int o) {
     for (int a = 0; a < pl.rank; ++a)
       if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);
     // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
-    frame = fmt::format("    const unsigned nR = unsigned(P.out_shape[{0}][{1}]), Cp = (unsigned(P.out_shape[{0}][{2}]) + {3} - 1) / {3} * {3};\n"
+    if (!out.layout.grouped())  // grouped layouts place their scales by grouped_scale_store
+      frame = fmt::format("    const unsigned nR = unsigned(P.out_shape[{0}][{1}]), Cp = (unsigned(P.out_shape[{0}][{2}]) + {3} - 1) / {3} * {3};\n"
                         "    (void)nR;\n", o, row_axis, col_axis, atom_c);
     const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, atom_r, atom_r, atom_r);
     offset = fmt::format("{}mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)", base == "0" ? "" : base + " + ", atom_r, atom_c, sidx(row_axis),
@@ -627,7 +693,7 @@ void emit_tile_scales(Ctx& x, int o) {
                          times(over("k / 32", atoms_c), 128), times(modulo("k / 32", atoms_c), 4));
     const bool rows_r = row_axis == pl.ax_r;
     x.out += rows_r ? "        const int ir = sr, ic = sc;\n" : "        const int ir = sc, ic = sr;\n";
-    x.out += "        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n        mx_u32 w[4] = {0u, 0u, 0u, 0u};\n";
+    x.out += scale_index_decls(offset, "        ") + "        mx_u32 w[4] = {0u, 0u, 0u, 0u};\n";
     x.out += fmt::format("#pragma unroll\n        for (int e = 0; e < 16; ++e) w[e / 4] |= mx_u32(s{}_info[{}] & 0xffu) << (8 * (e % 4));\n", si,
                          rows_r ? fmt::format("(ir + e / 4 * 32 + t) * {} + ic + e % 4", lb_row)
                                 : fmt::format("(ir + e % 4) * {} + ic + e / 4 * 32 + t", lb_row));
@@ -647,7 +713,7 @@ void emit_tile_scales(Ctx& x, int o) {
     x.out += rotated_loop(words, rot);
     x.out += r_fast ? fmt::format("        const int ir = {}, ic = {};\n", times(modulo("k", full_r / 4), 4), over("k", full_r / 4))
                     : fmt::format("        const int ir = {}, ic = {};\n", over("k", full_c / 4), times(modulo("k", full_c / 4), 4));
-    x.out += "        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
+    x.out += scale_index_decls(offset, "        ");
     x.out += fmt::format("        const int lb = ir * {} + ic;\n", lb_row);
     x.out += "        mx_u32 w = 0u;\n";
     x.out += fmt::format("        for (int e = 0; e < 4; ++e) w |= mx_u32(s{}_info[lb + {}] & 0xffu) << (8 * e);\n", si,
@@ -717,13 +783,16 @@ void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors,
     x.out += fmt::format("{0}{{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, d{1}[0], {2}); d{1}[0] = o_ > d{1}[0] ? o_ : d{1}[0]; }}\n", ind, s,
                          xors[j]);
   if (base.empty()) base = "0";
-  x.out += fmt::format("{0}const int tb{1} = {2};\n{0}mx_u32 own{1}[{3}];\n", ind, s, base, own);
+  const bool coded = scale_coded(x, s);  // the owners' words, for emit_gather_scale
+  x.out += fmt::format("{0}const int tb{1} = {2};\n", ind, s, base);
+  if (coded) x.out += fmt::format("{0}mx_u32 own{1}[{2}];\n", ind, s, own);
   x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const mx_u32 m = d{2}[i];\n", ind, own, s);
-  x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ");
+  x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ", "", true, coded);
   if (stage)
     x.out += fmt::format("{0}  {{\n{0}    const int t = tb{1} + i;\n{0}    s{1}_info[{2}] = byte;\n{0}  }}\n", ind, s, stage("t"));
   if (store) x.out += store(ind + "  ");
-  x.out += fmt::format("{0}  own{1}[i] = flag ? flag : mx_bits(mult);\n{0}}}\n", ind, s);
+  if (coded) x.out += fmt::format("{}  own{}[i] = flag ? flag : mx_bits(mult);\n", ind, s);
+  x.out += ind + "}\n";
 }
 
 void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind,

@@ -111,11 +111,42 @@ std::vector<std::string> kernel_headers(const Pipeline& p);
 void emit_params(Ctx& x);
 /// The C expression of an input-like leaf at element (r, c) (tensor inputs are preloaded x<k>[e]).
 std::string leaf_expr(const Ctx& x, const NodePtr& n);
-/// Statements turning `m` (max |x| bits) into byte/flag/mult/sval for scale node `sn` (any other
-/// than the library recipes: generic_scale_from_amax, codegen/scale_expr_cuda.hpp). With
-/// `mult_table` (an NVFP4 scale whose kernel declared tamax_decl's tables), the multiplier is
-/// read from that per-CTA table instead of being computed per block.
-std::string scale_from_amax(const NodePtr& sn, const std::string& indent, const std::string& mult_table = {});
+/// Statements turning `m` (max |x| bits) into flag, mult and byte or sval (byte_scale) for scale
+/// node `sn` (any other than the library recipes: generic_scale_from_amax,
+/// codegen/scale_expr_cuda.hpp). With `mult_table` (an NVFP4 scale whose kernel declared
+/// tamax_decl's tables), the multiplier is read from that per-CTA table instead of being computed
+/// per block. Without `stored` (no output stores this scale) an fp32/bf16 scale's sval is not
+/// computed; without `coded` (no codes are cast with it) neither is an E8M0 scale's multiplier.
+std::string scale_from_amax(const NodePtr& sn, const std::string& indent, const std::string& mult_table = {}, bool stored = true,
+                            bool coded = true);
+/// True where scale `sn` is stored as a byte (E8M0, E4M3): scale_from_amax gives it `byte`; the
+/// others (fp32, bf16) get `sval` instead, so that a kernel declares only what it stores.
+bool byte_scale(const Node& sn);
+/// scale_from_amax's declarations: flag, mult (where `mult`), and byte or (where `stored`) sval
+/// (byte_scale).
+std::string scale_var_decls(const Node& sn, bool stored = true, bool mult = true);
+/// True where `code` (from offset `from`) uses `name` as an identifier.
+bool uses(const std::string& code, const std::string& name, size_t from = 0);
+/// One declaration that generated code may not need: the name it declares and its statement.
+struct Decl {
+  std::string name, statement;
+};
+/// Inserts into `code` at `at`, in order, the statements of those `decls` whose name the code
+/// after `at` uses as an identifier: a kernel declares only what it reads (NVRTC warns on the
+/// rest, and every compile test checks that it does not).
+void insert_used(std::string& code, size_t at, const std::vector<Decl>& decls);
+/// True where a scales output stores scale s (someone reads its byte<s> or sval<s>).
+bool scale_stored(const Ctx& x, int s);
+/// True where a codes output is cast with scale s (someone reads its mult<s> and flag<s>).
+bool scale_coded(const Ctx& x, int s);
+/// The copies of scale_from_amax's results that a kernel keeps for scale s: flag<s> and mult<s>
+/// where coded, byte<s> or sval<s> (byte_scale) where stored. Declarations with `arr` after each
+/// name (e.g. "[8]"), each line prefixed by `ind`.
+std::string scale_slot_decls(const Ctx& x, int s, bool stored, bool coded, const std::string& ind, const std::string& arr = "");
+/// The assignments to those copies (their names followed by `idx`, e.g. "[e]") from scale_from_amax's
+/// variables, or from `byte` / `sval` where given; one line prefixed by `ind`.
+std::string scale_slot_copy(const Ctx& x, int s, bool stored, bool coded, const std::string& ind, const std::string& idx = "",
+                            const std::string& byte = "byte", const std::string& sval = "sval");
 /// The C expression of the value scale output `out` stores, from the variables byte<suffix> /
 /// sval<suffix> that scale_from_amax's results were copied to: the E8M0/E4M3 byte, or the FP32
 /// scale (bf16: its RNE bits) with every NaN stored as the canonical quiet NaN.

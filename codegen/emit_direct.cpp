@@ -459,9 +459,24 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   x.out += "    const int cc = cc_[u];\n";
-  for (int a : ra) x.out += fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a);
+  std::vector<Decl> used_only;  // declared where the body below reads them (insert_used)
+  const size_t decl_at = x.out.size();
+  for (int a : ra) used_only.push_back({fmt::format("ix{}", a), fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a)});
   for (int o : placed) x.out += fmt::format("    const mx_i64 gp{0} = __shfl_sync(0xffffffffu, gpw{0}, u);\n", o);
-  for (size_t k = 0; k < x.p.inputs().size(); ++k) {
+  // The roots phase 2 reads as values: not those whose scales and codes all come from raw words.
+  std::vector<bool> need(x.v.roots.size(), false);
+  for (int s = 0; s < int(x.v.scales.size()); ++s)
+    if (phase2_scale(x, s) && !scatter_scale(x, s) && words_input(x, s) < 0) need[size_t(x.v.scale_root[size_t(s)])] = true;
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    const int i = x.v.output_index[size_t(o)];
+    if (out.kind == OutputKind::values || out.kind == OutputKind::amax) need[size_t(i)] = true;
+    if (out.kind != OutputKind::elems) continue;
+    const int si = x.v.quantize_scale[size_t(i)];
+    if (e2m1_words_input(x, x.v.quantizes[size_t(i)], si) < 0) need[size_t(x.v.scale_root[size_t(si)])] = true;
+  }
+  const bool any_values = std::find(need.begin(), need.end(), true) != need.end();
+  for (size_t k = 0; k < x.p.inputs().size() && any_values; ++k) {
     const InputDecl& in = x.p.inputs()[k];
     if (in.kind != InputDecl::Kind::tensor) continue;
     x.out += fmt::format("    float x{}[8];\n", k);
@@ -470,13 +485,14 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     else
       for (int i = 0; i < vec_words(in.dtype); ++i) x.out += fmt::format("    {}(r{}_[u][{}], {});\n", unpack_fn(in.dtype), k, i, plus(fmt::format("x{}", k), 4 * i));
   }
-  for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("    float v{}[8];\n", r);
+  for (size_t r = 0; r < x.v.roots.size(); ++r)
+    if (need[r]) x.out += fmt::format("    float v{}[8];\n", r);
   // FP8 codes decode eight at a time through the hardware cvt (sm_89+).
   auto hw_decode = [&](const NodePtr& n) { return x.target.hw_fp8() && (n->elem == e4m3 || n->elem == e5m2); };
   for (size_t i = 0; i < dqs.size(); ++i)
     if (hw_decode(dqs[i]))
       x.out += fmt::format("    float dqf{0}[8];\n    mx_decode8_fp8<{1}>(dqc{0}_[u], dqf{0});\n", i, dqs[i]->elem == e5m2);
-  x.out += "    const bool full = ok[u] && cc + 8 <= n_c;\n";
+  const size_t full_at = x.out.size();
   bool pure = true;
   for (const NodePtr& r : x.v.roots) pure = pure && register_values(x, r);
   std::string body;
@@ -492,43 +508,49 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
         return leaf_expr(x, n);
       },
       "t");
+  std::string zero;
   for (size_t r = 0; r < x.v.roots.size(); ++r) {
+    if (!need[r]) continue;
     std::string var = em.emit(x.v.roots[r], body, "      ");
     body += fmt::format("      v{}[e] = {};\n", r, var);
+    zero += fmt::format("v{}[e] = 0.0f; ", r);
   }
-  std::string zero;
-  for (size_t r = 0; r < x.v.roots.size(); ++r) zero += fmt::format("v{}[e] = 0.0f; ", r);
   // Roots that are tensor inputs themselves are already +0 out of range (the loads' tails).
   bool bare = true;
   for (const NodePtr& r : x.v.roots)
     bare = bare && r->op == Op::input && x.p.inputs()[size_t(x.p.input_index(r->name))].kind == InputDecl::Kind::tensor;
-  if (pure) {
+  if (any_values && pure) {
     // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
     // the full-chunk path has no per-element branches.
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n      (void)c;\n" + body + "    }\n";
     if (!bare)
       x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
-  } else {
+  } else if (any_values) {
     x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n";
     x.out += "      if (!(full || (ok[u] && c < n_c))) { " + zero + "continue; }\n" + body + "    }\n";
   }
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     if (!phase2_scale(x, int(s))) continue;  // emit_tensorwise_scales, emit_block2d_scales
     const int root = x.v.scale_root[s];
-    x.out += fmt::format("    mx_u32 byte{0}, flag{0};\n    float mult{0}, sval{0};\n    {{\n", s);
+    bool stored = false;  // by this thread, here (not by the owners of emit_scatter_scales)
+    for (int o = 0; o < int(x.p.outputs().size()); ++o)
+      stored |= x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == int(s) && !owner_stores(x, o);
+    const bool coded = scale_coded(x, int(s));
+    x.out += scale_slot_decls(x, int(s), stored, coded, "    ") + "    {\n";
     if (scatter_scale(x, int(s)) && generic_scale(*x.v.scales[s])) {
       // A scale definition's multiplier, gathered; its owners stored the scales (owner_stores),
       // and it flags no block (DirectPlan::scatter_scales): the word is the multiplier's bits.
       emit_gather_scale(x, int(s), U, scatter_xors(pl), "u", "      ", "", true);
-      x.out += fmt::format("      byte{0} = 0u; flag{0} = flag; mult{0} = mult; sval{0} = 0.0f;\n    }}\n", s);
+      x.out += scale_slot_copy(x, int(s), stored, coded, "      ", "", "0u", "0.0f") + "    }\n";
       continue;
     }
     if (scatter_scale(x, int(s))) {
       emit_gather_scale(x, int(s), U, scatter_xors(pl), "u", "      ", "", clean);
       // The multiplier is 2^(127 - byte): its exponent field is 254 - byte (0 for byte 254, 2^-127).
-      x.out += clean ? "      const mx_u32 byte = 254u - (w_ >> 23);\n"
-                     : "      const mx_u32 byte = w_ < 3u ? (w_ == 2u ? 255u : 0u) : 254u - (w_ >> 23);\n";
-      x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = 0.0f;\n    }}\n", s);
+      if (stored)
+        x.out += clean ? "      const mx_u32 byte = 254u - (w_ >> 23);\n"
+                       : "      const mx_u32 byte = w_ < 3u ? (w_ == 2u ? 255u : 0u) : 254u - (w_ >> 23);\n";
+      x.out += scale_slot_copy(x, int(s), stored, coded, "      ", "", "byte", "0.0f") + "    }\n";
       continue;
     }
     if (const int k = words_input(x, int(s)); k >= 0) {
@@ -544,8 +566,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     }
     for (int off = G / 2; off >= 1; off /= 2)
       x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
-    x.out += scale_from_amax(x.v.scales[s], "      ", nvfp4(*x.v.scales[s]) ? mult_table(int(s)) : "");
-    x.out += fmt::format("      byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n    }}\n", s);
+    x.out += scale_from_amax(x.v.scales[s], "      ", nvfp4(*x.v.scales[s]) ? mult_table(int(s)) : "", stored);
+    x.out += scale_slot_copy(x, int(s), stored, coded, "      ") + "    }\n";
   }
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
@@ -566,6 +588,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
       }
     }
   }
+  insert_used(x.out, full_at, {{"full", "    const bool full = ok[u] && cc + 8 <= n_c;\n"}});
+  insert_used(x.out, decl_at, used_only);
   x.out += "  }\n";
 }
 
@@ -577,11 +601,11 @@ void emit_tensorwise_scales(Ctx& x) {
   x.out += "  // Tensorwise: the scales of the one block, from the pre-pass's tensor amax (P.aux).\n";
   x.out += "  const mx_u32 mx_tensor_m = *static_cast<const mx_u32*>(P.aux);\n";
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
-    x.out +=
-        fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    mx_u32 m = mx_tensor_m;\n", s);
+    const bool stored = scale_stored(x, int(s)), coded = scale_coded(x, int(s));
+    x.out += scale_slot_decls(x, int(s), stored, coded, "  ") + "  {\n    mx_u32 m = mx_tensor_m;\n";
     if (x.v.scale_flush[s]) x.out += "    if (m < 0x00800000u) m = 0u;\n";
-    x.out += scale_from_amax(x.v.scales[s], "    ");
-    x.out += fmt::format("    byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n  }}\n", s);
+    x.out += scale_from_amax(x.v.scales[s], "    ", "", stored);
+    x.out += scale_slot_copy(x, int(s), stored, coded, "    ") + "  }\n";
   }
   x.out += "  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) {\n";
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
@@ -602,7 +626,8 @@ void emit_direct_kernel(Ctx& x) {
   x.out += tamax_decl(x, true);
   // Column indices are 32-bit: the launcher checks every extent < 2^31.
   x.out += fmt::format("  const int n_c = int(P.shape[{}]);\n  const int nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
-  x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
+  if (pl.direct().block_rows == 1)  // 2-D blocks bound their rows by the block row instead (row_frame)
+    x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
   // With blocked scales the grid also covers their padding (DirectPlan::pad_rows, pad_block_cols): pslots chunk
   // slots per row, and the innermost row axis runs to Rpad; padding chunks load nothing (ok false).
   const int pc = pl.direct().pad_block_cols;
@@ -660,7 +685,7 @@ void emit_direct_kernel(Ctx& x) {
   // Whole-chunk code stores are aligned when the base and every row stride are (chunks start at
   // multiples of 8 columns): one test per thread instead of one per store.
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-    if (x.p.outputs()[size_t(o)].kind != OutputKind::elems) continue;
+    if (x.p.outputs()[size_t(o)].kind != OutputKind::elems || transposed_codes(x, o)) continue;
     const int qi = x.v.output_index[size_t(o)];
     const int bytes = x.v.quantizes[size_t(qi)]->elem.packed() ? 4 : 8;
     std::string bits = fmt::format("reinterpret_cast<mx_u64>(P.out[{}])", o);

@@ -65,15 +65,16 @@ void emit_column_scales(Ctx& x, int s) {
   const NodePtr* q = nullptr;
   for (size_t i = 0; i < x.v.quantizes.size(); ++i)
     if (x.v.quantize_scale[i] == s) q = &x.v.quantizes[i];
-  x.out += fmt::format("  float mult{0}[8], sval{0}[8];\n  mx_u32 byte{0}[8], flag{0}[8];\n  {{\n", s);
+  const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
+  x.out += scale_slot_decls(x, s, stored, coded, "  ", "[8]") + "  {\n";
   x.out += fmt::format("    mx_u32 cw[4];\n#pragma unroll\n    for (int i = 0; i < 4; ++i) {{\n      cw[i] = mx_cmax{}[0][lane_c][i];\n", s);
   if (nw > 1)
     x.out += fmt::format("#pragma unroll\n      for (int w_ = 1; w_ < {}; ++w_) cw[i] = {}(cw[i], mx_cmax{}[w_][lane_c][i]);\n", nw, packed_max_fn(x, k), s);
   x.out += "    }\n#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const mx_u32 w_ = cw[e >> 1];\n";
   x.out += fmt::format("      mx_u32 m = (e & 1) ? {} : {};\n", widen_half(x, k, "w_", 1), widen_half(x, k, "w_", 0));
   if (x.v.scale_flush[size_t(s)]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
-  x.out += scale_from_amax(x.v.scales[size_t(s)], "      ");
-  x.out += fmt::format("      byte{0}[e] = byte; flag{0}[e] = flag; mult{0}[e] = mult; sval{0}[e] = sval;\n    }}\n  }}\n", s);
+  x.out += scale_from_amax(x.v.scales[size_t(s)], "      ", "", stored);
+  x.out += scale_slot_copy(x, s, stored, coded, "      ", "[e]") + "    }\n  }\n";
   if (q) {
     x.out += fmt::format("  mx_u32 keep{0}[2], fill{0}[2];  // per code byte: kept, or the zero / NaN block's fill\n", s);
     x.out += fmt::format("#pragma unroll\n  for (int w = 0; w < 2; ++w) {{\n    keep{0}[w] = 0u; fill{0}[w] = 0u;\n#pragma unroll\n    for (int j = 0; j < 4; ++j) {{\n", s);
@@ -120,10 +121,11 @@ void emit_block2d_scales(Ctx& x) {
   if (tiles.empty() && columns.empty()) return;
   x.out += "  __syncthreads();\n";
   for (int s : tiles) {
-    x.out += fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    mx_u32 m = mx_wmax[{0}][0];\n", s);
+    const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
+    x.out += scale_slot_decls(x, s, stored, coded, "  ") + fmt::format("  {{\n    mx_u32 m = mx_wmax[{0}][0];\n", s);
     if (nw > 1) x.out += fmt::format("#pragma unroll\n    for (int w_ = 1; w_ < {}; ++w_) m = mx_wmax[{}][w_] > m ? mx_wmax[{}][w_] : m;\n", nw, s, s);
-    x.out += scale_from_amax(x.v.scales[size_t(s)], "    ");
-    x.out += fmt::format("    byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n  }}\n", s);
+    x.out += scale_from_amax(x.v.scales[size_t(s)], "    ", "", stored);
+    x.out += scale_slot_copy(x, s, stored, coded, "    ") + "  }\n";
   }
   for (int s : columns) emit_column_scales(x, s);
   std::string stores;

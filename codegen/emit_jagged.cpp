@@ -135,6 +135,10 @@ void emit_jagged_scalar(Ctx& x) {
   x.out += "}\n";
 }
 
+// Pass 2 with column-major codes within 64 registers (more than 2 CTAs an SM): fewer rows in
+// flight, and the multipliers read from shared memory row by row.
+bool tight_pass2(const Plan& pl) { return pl.ctas_per_sm > 2; }
+
 // Pass 2 of the vector kernel for column-major codes (output o's unit axis is the group axis):
 // a thread takes R consecutive rows at a time (JaggedPlan::run_rows: 8, or 4 within 64 registers), chunks anchored
 // at multiples of R, so that a column's R codes are one aligned store (rows outside the group are
@@ -154,7 +158,7 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
   // Rows per run (R, JaggedPlan::run_rows) and rows' loads in flight at once (B, the plan's
   // rows in flight as a divisor of R): within 64 registers (ctas_per_sm > 2) at most 2, and the
   // multipliers read from shared memory per row.
-  const bool tight = pl.ctas_per_sm > 2;
+  const bool tight = tight_pass2(pl);
   const int R = jp.run_rows, H = R / 4;
   int B = std::min({jp.rows_in_flight, R, tight ? 2 : 8});
   while (R % B) --B;
@@ -463,7 +467,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   if (K > 1) x.out += "  mx_cluster_arrive_relaxed();\n";
   x.out += "  __syncthreads();\n";
   // This thread's 8 multipliers, and its flags as per-word masks (codes kept / zero or NaN fill).
-  x.out += "  float mult0[8];\n#pragma unroll\n  for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
+  // (Codes column-major within 64 registers read them row by row instead: emit_pass2_along_rows.)
+  if (!(jagged_codes_along_rows(x.p, pl) && tight_pass2(pl)))
+    x.out += "  float mult0[8];\n#pragma unroll\n  for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;

@@ -91,8 +91,30 @@ bool bare_roots(const Ctx& x) {
   return true;
 }
 
-// The roots' values of chunk u as v<r>[8] (+0 outside the line), from the registers of set `a`.
-void emit_values(Ctx& x, const std::string& ind, const std::string& a) {
+// Scale s's amax from the raw words of a bare 16-bit input, two lanes per instruction (emit_accumulate).
+bool packed_accumulate(const Ctx& x, int s) {
+  const int k = packed_amax_input(x, s);
+  return k >= 0 && vec_input(x, k) && x.v.scales[size_t(s)]->amax_nan == AmaxNan::propagate;
+}
+
+// The roots each phase reads as values: phase 1 those of the scales not accumulated from raw
+// words, phase 2 those the codes are cast from.
+std::vector<bool> amax_roots(const Ctx& x) {
+  std::vector<bool> need(x.v.roots.size(), false);
+  for (int s = 0; s < int(x.v.scales.size()); ++s)
+    if (!packed_accumulate(x, s)) need[size_t(x.v.scale_root[size_t(s)])] = true;
+  return need;
+}
+std::vector<bool> coded_roots(const Ctx& x) {
+  std::vector<bool> need(x.v.roots.size(), false);
+  for (int s : x.v.quantize_scale) need[size_t(x.v.scale_root[size_t(s)])] = true;
+  return need;
+}
+
+// The values of the roots in `need` of chunk u as v<r>[8] (+0 outside the line), from the
+// registers of set `a`; nothing where no root is needed.
+void emit_values(Ctx& x, const std::string& ind, const std::string& a, const std::vector<bool>& need) {
+  if (std::find(need.begin(), need.end(), true) == need.end()) return;
   for (int k : tensor_inputs(x)) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
     x.out += fmt::format("{}float x{}[8];\n", ind, k);
@@ -104,13 +126,14 @@ void emit_values(Ctx& x, const std::string& ind, const std::string& a) {
   }
   std::string body;
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
+  std::string zero;
   for (size_t r = 0; r < x.v.roots.size(); ++r) {
+    if (!need[r]) continue;
     const std::string var = em.emit(x.v.roots[r], body, ind + "  ");
     body += fmt::format("{}  v{}[e] = {};\n", ind, r, var);
+    x.out += fmt::format("{}float v{}[8];\n", ind, r);
+    zero += fmt::format("v{}[e] = 0.0f; ", r);
   }
-  for (size_t r = 0; r < x.v.roots.size(); ++r) x.out += fmt::format("{}float v{}[8];\n", ind, r);
-  std::string zero;
-  for (size_t r = 0; r < x.v.roots.size(); ++r) zero += fmt::format("v{}[e] = 0.0f; ", r);
   if (register_roots(x)) {
     // Every leaf a register (+0 past the line): all 8 values without branches, then the ones past
     // the line masked unless the roots are the inputs themselves.
@@ -131,7 +154,7 @@ void emit_accumulate(Ctx& x, const std::string& ind, const std::string& set) {
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const NodePtr& sn = x.v.scales[s];
     const int k = packed_amax_input(x, int(s));
-    if (k >= 0 && vec_input(x, k) && sn->amax_nan == AmaxNan::propagate) {
+    if (packed_accumulate(x, int(s))) {
       const std::string w = fmt::format("r{}{}_[u][0]", k, set);
       x.out += fmt::format("{}{{\n{}  const mx_u32 pw = {};\n", ind, ind, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
       x.out += fmt::format("{}  mx_u32 a = {};\n", ind, widen_half(x, k, "pw", -1));
@@ -150,7 +173,11 @@ void emit_accumulate(Ctx& x, const std::string& ind, const std::string& set) {
 // Codes of chunk u from v<r>[8] under the line's scales, stored to every codes output.
 void emit_codes(Ctx& x, const std::string& ind) {
   const Plan& pl = x.plan;
-  x.out += ind + "const bool full = okl && cc + 8 <= n_c;\n";
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::elems && !pl.rows().strided_codes[size_t(o)]) {
+      x.out += ind + "const bool full = okl && cc + 8 <= n_c;\n";
+      break;
+    }
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::elems) continue;
@@ -192,14 +219,16 @@ void emit_span_arrays(Ctx& x, int U, const std::string& a) {
 // One span of set `a` whose chunk u starts at column `first(u)` (a C expression of u): every
 // chunk's loads first (U loads in flight per thread), then `use` on each chunk (with its values
 // v<r>[8] and column cc in scope).
-void emit_span(Ctx& x, int U, const std::string& first, const std::string& a, const std::string& ind,
+void emit_span(Ctx& x, int U, const std::string& first, const std::string& a, const std::string& ind, const std::vector<bool>& need,
                const std::function<void(const std::string&)>& use) {
   x.out += fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n{0}  cc{3}_[u] = {2};\n", ind, U, first, a);
   emit_loads(x, ind + "  ", a);
   x.out += ind + "}\n";
-  x.out += fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n{0}  const int cc = cc{2}_[u];\n", ind, U, a);
-  emit_values(x, ind + "  ", a);
+  x.out += fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n", ind, U);
+  const size_t at = x.out.size();
+  emit_values(x, ind + "  ", a, need);
   use(ind + "  ");
+  insert_used(x.out, at, {{"cc", fmt::format("{}  const int cc = cc{}_[u];\n", ind, a)}});
   x.out += ind + "}\n";
 }
 
@@ -223,9 +252,10 @@ void emit_line_reduce(Ctx& x, int S, int T) {
 void emit_line_scales(Ctx& x, const std::string& first) {
   const std::vector<int> oa = other_axes(x.plan);
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
-    x.out += fmt::format("  mx_u32 byte{0}, flag{0};\n  float mult{0}, sval{0};\n  {{\n    const mx_u32 m = m{0};\n", s);
-    x.out += indent_lines(scale_from_amax(x.v.scales[size_t(s)], ""), "    ");
-    x.out += fmt::format("    byte{0} = byte; flag{0} = flag; mult{0} = mult; sval{0} = sval;\n  }}\n", s);
+    const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
+    x.out += scale_slot_decls(x, s, stored, coded, "  ") + fmt::format("  {{\n    const mx_u32 m = m{};\n", s);
+    x.out += indent_lines(scale_from_amax(x.v.scales[size_t(s)], "", "", stored), "    ");
+    x.out += scale_slot_copy(x, s, stored, coded, "    ") + "  }\n";
   }
   x.out += fmt::format("  // The line's scales.\n  if ({}) {{\n", first);
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
@@ -260,18 +290,18 @@ void emit_along_kernel(Ctx& x) {
   emit_span_arrays(x, U, "");
   for (int s = 0; s < S; ++s) x.out += fmt::format("  mx_u32 m{} = 0u;\n", s);
   x.out += "  // Phase 1: the line's amax; a line that fits stays in registers (raw words).\n  if (held) {\n";
-  emit_span(x, U, "(u * lt + t) * 8", "", "    ", [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
+  emit_span(x, U, "(u * lt + t) * 8", "", "    ", amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
   x.out += "  } else {\n    for (int c0 = 0; c0 < n_c; c0 += span) {\n";
-  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
+  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
   x.out += "    }\n  }\n";
   emit_line_reduce(x, S, T);
   emit_line_scales(x, "okl && t == 0");
   x.out += "  // Phase 2: the codes, from the registers (the values again) or from the line read again.\n  if (held) {\n";
   x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const int cc = cc_[u];\n", U);
-  emit_values(x, "      ", "");
+  emit_values(x, "      ", "", coded_roots(x));
   emit_codes(x, "      ");
   x.out += "    }\n  } else {\n    for (int c0 = 0; c0 < n_c; c0 += span) {\n";
-  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", [&](const std::string& ind) { emit_codes(x, ind); });
+  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", coded_roots(x), [&](const std::string& ind) { emit_codes(x, ind); });
   x.out += "    }\n  }\n}\n";
 }
 
@@ -300,13 +330,13 @@ void emit_across_kernel(Ctx& x) {
   x.out += fmt::format("  const int step = nw * {};  // columns per step of the CTA\n", 8 * U);
   emit_span_arrays(x, U, "");
   for (int s = 0; s < S; ++s) x.out += fmt::format("  mx_u32 m{} = 0u;\n", s);
-  auto loop = [&](const std::function<void(const std::string&)>& use) {
+  auto loop = [&](const std::vector<bool>& need, const std::function<void(const std::string&)>& use) {
     x.out += "  for (int c0 = 0; c0 < n_c; c0 += step) {\n";
-    emit_span(x, U, "c0 + (u * nw + warp) * 8", "", "    ", use);
+    emit_span(x, U, "c0 + (u * nw + warp) * 8", "", "    ", need, use);
     x.out += "  }\n";
   };
   x.out += "  // Phase 1: each lane's amax over its warp's columns, then over the CTA's warps.\n";
-  loop([&](const std::string& ind) { emit_accumulate(x, ind, ""); });
+  loop(amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
   x.out += fmt::format("  __shared__ mx_u32 red_[{}][{}][32];\n", S, T / 32);
   for (int s = 0; s < S; ++s) x.out += fmt::format("  red_[{0}][warp][lane] = m{0};\n", s);
   x.out += "  __syncthreads();\n";
@@ -314,7 +344,7 @@ void emit_across_kernel(Ctx& x) {
     x.out += fmt::format("  for (int i = 0; i < nw; ++i) {{ const mx_u32 w = red_[{0}][i][lane]; m{0} = w > m{0} ? w : m{0}; }}\n", s);
   emit_line_scales(x, "okl && warp == 0");
   x.out += "  // Phase 2: the lines read again for their codes.\n";
-  loop([&](const std::string& ind) { emit_codes(x, ind); });
+  loop(coded_roots(x), [&](const std::string& ind) { emit_codes(x, ind); });
   x.out += "}\n";
 }
 

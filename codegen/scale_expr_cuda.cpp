@@ -119,11 +119,10 @@ std::string ScaleLowering::cond(const NodePtr& n) {
 
 bool generic_scale(const Node& scale) { return scale.op == Op::scale && scale.recipe == ScaleRecipe::generic; }
 
-std::string generic_scale_from_amax(const Node& sn, const std::string& indent) {
+std::string generic_scale_from_amax(const Node& sn, const std::string& indent, bool stored, bool coded) {
   if (tensor_amax_of(sn))
     throw Error("mxjit internal: a generic scale reading tamax_var() reached the GPU generator");
-  std::string o = "mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n";
-  o += "float mult = 0.0f, sval = 0.0f;\n";
+  std::string o = scale_var_decls(sn, stored, coded);
   o += fmt::format("{{  // {}\n", scale_definition(sn));
   ScaleLowering L("  ");
   L.bind(Op::amax_var, "sa");
@@ -144,15 +143,15 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent) {
       break;
     case ScaleFormat::f32: L.body += fmt::format("  const float sv = {};\n", st); break;
   }
-  if (sn.scale_format == ScaleFormat::f32 || sn.scale_format == ScaleFormat::bf16) L.body += "  sval = sv;\n";
+  if (!byte_scale(sn) && stored) L.body += "  sval = sv;\n";
   L.bind(Op::stored_var, "sv");
   // 1 / an E8M0 value is exact without a division (mx_e8m0_recip).
   const NodePtr& fn = sn.args.at(kScaleFactor);
   const bool recip = sn.scale_format == ScaleFormat::e8m0 && fn->op == Op::div && fn->args.at(0)->op == Op::constant &&
                      fn->args.at(0)->value == 1.0 && fn->args.at(1)->op == Op::stored_var;
-  const std::string f = recip ? "mx_e8m0_recip(byte)" : L.value(fn);
+  const std::string f = !coded ? "" : recip ? "mx_e8m0_recip(byte)" : L.value(fn);
   const std::string nan = L.cond(sn.args.at(kScaleNanIf)), zero = L.cond(sn.args.at(kScaleZeroIf));
-  L.body += fmt::format("  mult = {};\n", f);
+  if (coded) L.body += fmt::format("  mult = {};\n", f);
   if (nan != "false" || zero != "false") L.body += fmt::format("  flag = {} ? 2u : ({} ? 1u : 0u);\n", nan, zero);
   L.body += "  (void)sv;\n";
   o += L.body + "}\n";

@@ -22,11 +22,13 @@ namespace mxjit::detail {
 bool generic_scale(const Node& scale);
 
 /// Statements (each line prefixed by `indent`) turning `m`, the block's amax as FP32 bits, into
-/// `byte`, `flag`, `mult` and `sval` (declared here, as scale_from_amax does) for generic scale
-/// node `sn`: byte the E8M0/E4M3 scale byte (0 for fp32/bf16), sval the stored scale as read
-/// back (fp32/bf16; NaN as the kernels' canonical NaN on store), mult the factor, flag the block
-/// mode. Throws Error on a node that is no scale expression (the DSL refuses those).
-std::string generic_scale_from_amax(const Node& sn, const std::string& indent);
+/// `flag`, `mult` and `byte` or `sval` (declared here, as scale_from_amax does: byte_scale) for
+/// generic scale node `sn`: byte the E8M0/E4M3 scale byte, sval the fp32/bf16 stored scale as
+/// read back (NaN as the kernels' canonical NaN on store), mult the factor, flag the block mode.
+/// Without `stored` (no output stores the scale) sval is neither declared nor set; without
+/// `coded` (no codes use it), mult. Throws Error on
+/// a node that is no scale expression (the DSL refuses those).
+std::string generic_scale_from_amax(const Node& sn, const std::string& indent, bool stored = true, bool coded = true);
 
 /// C expression: FP32 element `x` scaled by `mult` under generic scale `sn` (one correctly
 /// rounded multiply or divide, then the clamp with its NaN behaviour), ready for the cast.

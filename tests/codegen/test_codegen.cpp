@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/emit.hpp"
+#include "codegen/emit_common.hpp"
 #include "dsl/errors.hpp"
 #include "dsl/recipes.hpp"
 #include "dsl/text.hpp"
@@ -595,4 +596,14 @@ TEST_CASE("columns and direct kernels: warps without a flagged block take a bran
                  {"if (__all_sync(0xffffffffu, own0[0] > 2u && own0[1] > 2u && own0[2] > 2u && own0[3] > 2u)) {"});
   // The direct kernel's split (phase 2 twice where the scale is reduce-scattered): the warp vote in
   // PTX, test_properties.cpp.
+}
+
+TEST_CASE("generated code declares only what it reads: uses and insert_used") {
+  CHECK(uses("a = ix0 + 1;", "ix0"));
+  CHECK(uses("ix0", "ix0"));
+  CHECK_FALSE(uses("a = ix01 + mix0 + ix0_[u];", "ix0"));
+  CHECK_FALSE(uses("ix0 = 1; b = 2;", "ix0", 4));  // only from the offset on
+  std::string code = "{\n  y = full ? r : 0;\n}\n";
+  insert_used(code, 2, {{"r", "  const int r = 0;\n"}, {"full", "  const bool full = true;\n"}, {"c", "  const int c = 0;\n"}});
+  CHECK(code == "{\n  const int r = 0;\n  const bool full = true;\n  y = full ? r : 0;\n}\n");
 }

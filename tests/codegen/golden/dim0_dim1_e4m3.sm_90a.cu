@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim0dim1_e4m3_rceil_bf16_4bbfece9
-// generator mxjit-gen-29  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-30  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:blocked128x4 ; mxfp8.e4m3 rceil nan_block blocks(0,32) q:col_major s:blocked128x4
 // pipeline hash 15ed6391981db12088a8f04161a19b09
 // plan
@@ -100,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
     for (int i = 0; i < 2; ++i) {
       const mx_u32 m = d0[i];
       mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-      float mult = 0.0f, sval = 0.0f;
+      float mult = 0.0f;
       byte = mx_scale_rceil(m, mx_float(0x3b124925u));
       flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
       byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
@@ -124,7 +124,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
           const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[r % 2], (lane & ~12) | ((r % 8) >= 4 ? 8 : 0) | ((r % 4) >= 2 ? 4 : 0));
           const mx_u32 flag0 = 0u;
           const float mult0 = mx_float(w_);
-          const int c = 0;
           {  // output 'q' (e4m3)
             float y[8];
 #pragma unroll
@@ -162,7 +161,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
           const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[r % 2], (lane & ~12) | ((r % 8) >= 4 ? 8 : 0) | ((r % 4) >= 2 ? 4 : 0));
           const mx_u32 flag0 = w_ < 3u ? w_ : 0u;
           const float mult0 = w_ < 3u ? 0.0f : mx_float(w_);
-          const int c = 0;
           {  // output 'q' (e4m3)
             float y[8];
 #pragma unroll
@@ -218,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
     for (int i = 0; i < 2; ++i) {
       const mx_u32 m = d1[i];
       mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-      float mult = 0.0f, sval = 0.0f;
+      float mult = 0.0f;
       byte = mx_scale_rceil(m, mx_float(0x3b124925u));
       flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
       byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
@@ -242,7 +240,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
           const mx_u32 w_ = __shfl_sync(0xffffffffu, own1[c % 2], (lane & ~3) | ((c % 8) >= 4 ? 2 : 0) | ((c % 4) >= 2 ? 1 : 0));
           const mx_u32 flag1 = 0u;
           const float mult1 = mx_float(w_);
-          const int r = 0;
           {  // output 'q1' (e4m3)
             float y[8];
 #pragma unroll
@@ -280,7 +277,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
           const mx_u32 w_ = __shfl_sync(0xffffffffu, own1[c % 2], (lane & ~3) | ((c % 8) >= 4 ? 2 : 0) | ((c % 4) >= 2 ? 1 : 0));
           const mx_u32 flag1 = w_ < 3u ? w_ : 0u;
           const float mult1 = w_ < 3u ? 0.0f : mx_float(w_);
-          const int r = 0;
           {  // output 'q1' (e4m3)
             float y[8];
 #pragma unroll
@@ -349,14 +345,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
         { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, 4); m = o_ > m ? o_ : m; }
         { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, 8); m = o_ > m ? o_ : m; }
         mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-        float mult = 0.0f, sval = 0.0f;
+        float mult = 0.0f;
         byte = mx_scale_rceil(m, mx_float(0x3b124925u));
         flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
         byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
         mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
-        const mx_u32 byte0 = byte, flag0 = flag;
-        const float mult0 = mult, sval0 = sval;
-        (void)byte0; (void)sval0;
+        mx_u32 flag0, byte0;
+        float mult0;
+        flag0 = flag; mult0 = mult; byte0 = byte;
         const int c = 0;
         if ((cl % 4) == 0 && r0 + r < n_r && c0 < n_c) {
           const int lb = (r0 - t_r0 + r) * 4 + (c0 - t_c0) / 32;
@@ -409,14 +405,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
         { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, 2); m = o_ > m ? o_ : m; }
         { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, 1); m = o_ > m ? o_ : m; }
         mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-        float mult = 0.0f, sval = 0.0f;
+        float mult = 0.0f;
         byte = mx_scale_rceil(m, mx_float(0x3b124925u));
         flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
         byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
         mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
-        const mx_u32 byte1 = byte, flag1 = flag;
-        const float mult1 = mult, sval1 = sval;
-        (void)byte1; (void)sval1;
+        mx_u32 flag1, byte1;
+        float mult1;
+        flag1 = flag; mult1 = mult; byte1 = byte;
         const int r = 0;
         if ((rg % 4) == 0 && r0 < n_r && c0 + c < n_c) {
           const int lb = ((r0 - t_r0) / 32) * 128 + (c0 - t_c0) + c;
@@ -497,7 +493,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
       for (int k = int(threadIdx.x); k < 32; k += 256) {
         const int t = k % 32, sr = k / 32 * 128, sc = 0;  // the atom's first scale (row, column)
         const int ir = sr, ic = sc;
-        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;
+        const mx_i64 gr = sr0 + ir;
+        const mx_i64 gc = sc0 + ic;
         mx_u32 w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
         for (int e = 0; e < 16; ++e) w[e / 4] |= mx_u32(s0_info[(ir + e / 4 * 32 + t) * 4 + ic + e % 4] & 0xffu) << (8 * (e % 4));
@@ -529,7 +526,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
       for (int k = (int(threadIdx.x) + 224) % 256; k < 32; k += 256) {
         const int t = k % 32, sr = k / 32 * 128, sc = 0;  // the atom's first scale (row, column)
         const int ir = sc, ic = sr;
-        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;
+        const mx_i64 gr = sr0 + ir;
+        const mx_i64 gc = sc0 + ic;
         mx_u32 w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
         for (int e = 0; e < 16; ++e) w[e / 4] |= mx_u32(s1_info[(ir + e % 4) * 128 + ic + e / 4 * 32 + t] & 0xffu) << (8 * (e % 4));

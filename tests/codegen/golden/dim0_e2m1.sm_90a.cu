@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_floor_bf16_948acaf7
-// generator mxjit-gen-29  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-30  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(1,32) q:row_major s:linear
 // pipeline hash b0d8d425b4240104165a4b62ed1c9caa
 // plan
@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
   for (int i = 0; i < 1; ++i) {
     const mx_u32 m = d0[i];
     mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-    float mult = 0.0f, sval = 0.0f;
+    float mult = 0.0f;
     byte = mx_scale_floor(m, 2);
     flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
     byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
@@ -123,25 +123,14 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
     for (int u = 0; u < 4; ++u) {
       const int cc = cc_[u];
       const mx_i64 ix0 = ix0_[u];
-      float x0[8];
-      mx_unpack_bf16x8(r0_[u][0], x0);
-      float v0[8];
       const bool full = ok[u] && cc + 8 <= n_c;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int c = cc + e;
-        (void)c;
-        const float t0 = x0[e];
-        v0[e] = t0;
-      }
-      mx_u32 byte0, flag0;
-      float mult0, sval0;
+      mx_u32 flag0;
+      float mult0;
       {
         const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[0], (lane & ~3) | ((u % 4) >= 2 ? 2 : 0) | ((u % 2) >= 1 ? 1 : 0));
         const mx_u32 flag = 0u;
         const float mult = mx_float(w_);
-        const mx_u32 byte = 254u - (w_ >> 23);
-        byte0 = byte; flag0 = flag; mult0 = mult; sval0 = 0.0f;
+        flag0 = flag; mult0 = mult;
       }
       {  // output 'q' (e2m1)
         mx_u32 wd[1];
@@ -161,25 +150,14 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
     for (int u = 0; u < 4; ++u) {
       const int cc = cc_[u];
       const mx_i64 ix0 = ix0_[u];
-      float x0[8];
-      mx_unpack_bf16x8(r0_[u][0], x0);
-      float v0[8];
       const bool full = ok[u] && cc + 8 <= n_c;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int c = cc + e;
-        (void)c;
-        const float t0 = x0[e];
-        v0[e] = t0;
-      }
-      mx_u32 byte0, flag0;
-      float mult0, sval0;
+      mx_u32 flag0;
+      float mult0;
       {
         const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[0], (lane & ~3) | ((u % 4) >= 2 ? 2 : 0) | ((u % 2) >= 1 ? 1 : 0));
         const mx_u32 flag = w_ < 3u ? w_ : 0u;
         const float mult = w_ < 3u ? 0.0f : mx_float(w_);
-        const mx_u32 byte = w_ < 3u ? (w_ == 2u ? 255u : 0u) : 254u - (w_ >> 23);
-        byte0 = byte; flag0 = flag; mult0 = mult; sval0 = 0.0f;
+        flag0 = flag; mult0 = mult;
       }
       {  // output 'q' (e2m1)
         mx_u32 wd[1];

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_26231af8
-// generator mxjit-gen-29  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-30  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:blocked128x4
 // pipeline hash 8159b9a3840e9498842013ac489d3017
 // plan
@@ -85,20 +85,20 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
       const float t0 = x0[e];
       v0[e] = t0;
     }
-    mx_u32 byte0, flag0;
-    float mult0, sval0;
+    mx_u32 flag0, byte0;
+    float mult0;
     {
       const mx_u32 pw = mx_max_bf16x2(mx_max_bf16x2(r0_[u][0].x & 0x7fff7fffu, r0_[u][0].y & 0x7fff7fffu), mx_max_bf16x2(r0_[u][0].z & 0x7fff7fffu, r0_[u][0].w & 0x7fff7fffu));
       mx_u32 m = mx_umax((pw << 16), (pw & 0xffff0000u));
       { const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, 2); m = w > m ? w : m; }
       { const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, 1); m = w > m ? w : m; }
       mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-      float mult = 0.0f, sval = 0.0f;
+      float mult = 0.0f;
       byte = mx_scale_rceil(m, mx_float(0x3b124925u));
       flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
       byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
       mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
-      byte0 = byte; flag0 = flag; mult0 = mult; sval0 = sval;
+      flag0 = flag; mult0 = mult; byte0 = byte;
     }
     {  // output 'q' (e4m3)
       float y[8];

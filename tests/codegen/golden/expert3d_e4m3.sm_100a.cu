@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e4m3_rceil_bf16_8dcded4b
-// generator mxjit-gen-29  target sm_100a  stride class sc(2a)
+// generator mxjit-gen-30  target sm_100a  stride class sc(2a)
 // pipeline bf16[3] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:expert_col_major s:blocked128x4
 // pipeline hash 4f8164d3723f02942b8a6d490d52c4f4
 // plan
@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
     for (int i = 0; i < 4; ++i) {
       const mx_u32 m = d0[i];
       mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-      float mult = 0.0f, sval = 0.0f;
+      float mult = 0.0f;
       byte = mx_scale_rceil(m, mx_float(0x3b124925u));
       flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
       byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
@@ -109,7 +109,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
           const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[c % 4], (lane & ~1) | ((c % 8) >= 4 ? 1 : 0));
           const mx_u32 flag0 = 0u;
           const float mult0 = mx_float(w_);
-          const int r = 0;
           {  // output 'q' (e4m3)
             float y[16];
 #pragma unroll
@@ -157,7 +156,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
           const mx_u32 w_ = __shfl_sync(0xffffffffu, own0[c % 4], (lane & ~1) | ((c % 8) >= 4 ? 1 : 0));
           const mx_u32 flag0 = w_ < 3u ? w_ : 0u;
           const float mult0 = w_ < 3u ? 0.0f : mx_float(w_);
-          const int r = 0;
           {  // output 'q' (e4m3)
             float y[16];
 #pragma unroll
@@ -227,14 +225,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
         mx_u32 m = (c & 1) ? (pm0[c >> 1] & 0xffff0000u) : (pm0[c >> 1] << 16);
         { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, 1); m = o_ > m ? o_ : m; }
         mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-        float mult = 0.0f, sval = 0.0f;
+        float mult = 0.0f;
         byte = mx_scale_rceil(m, mx_float(0x3b124925u));
         flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
         byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
         mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
-        const mx_u32 byte0 = byte, flag0 = flag;
-        const float mult0 = mult, sval0 = sval;
-        (void)byte0; (void)sval0;
+        mx_u32 flag0, byte0;
+        float mult0;
+        flag0 = flag; mult0 = mult; byte0 = byte;
         const int r = 0;
         if ((rg % 2) == 0 && r0 < n_r && c0 + c < n_c) {
           const int lb = ((r0 - t_r0) / 32) * 256 + (c0 - t_c0) + c;
@@ -297,7 +295,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
       for (int k = int(threadIdx.x); k < 64; k += 256) {
         const int t = k % 32, sr = k / 32 * 128, sc = 0;  // the atom's first scale (row, column)
         const int ir = sc, ic = sr;
-        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;
+        const mx_i64 gr = sr0 + ir;
+        const mx_i64 gc = sc0 + ic;
         mx_u32 w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
         for (int e = 0; e < 16; ++e) w[e / 4] |= mx_u32(s0_info[(ir + e % 4) * 256 + ic + e / 4 * 32 + t] & 0xffu) << (8 * (e % 4));

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_jagged_groups_e4m3_fp32_bf16_0dd95c07
-// generator mxjit-gen-29  target sm_90a  stride class sc(1a,0)
+// generator mxjit-gen-30  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> fp8.e4m3 groups(0,offs) q:row_major s:linear
 // pipeline hash 87ed1c9436b41b83753a60d144310026
 // plan
@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
   for (int cw = threadIdx.x; cw < 64; cw += 256) {  // one column each
     mx_u32 m = 0u;
     for (int i = 0; i < 8; ++i) { const mx_u32 o_ = red[i * 64 + cw]; m = o_ > m ? o_ : m; }
-    mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
+    mx_u32 flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
     float mult = 0.0f, sval = 0.0f;
     {
       const float a = mx_float(m);

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_nvfp4_bf16_a19bc6d8
-// generator mxjit-gen-29  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-30  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> nvfp4 te blocks(1,16) q:row_major s:blocked128x4
 // pipeline hash 5b24155305468c5470736d7bbbf2da0d
 // plan
@@ -94,20 +94,20 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_nvfp
       const float t0 = x0[e];
       v0[e] = t0;
     }
-    mx_u32 byte0, flag0;
-    float mult0, sval0;
+    mx_u32 flag0, byte0;
+    float mult0;
     {
       const mx_u32 pw = mx_max_bf16x2(mx_max_bf16x2(r0_[u][0].x & 0x7fff7fffu, r0_[u][0].y & 0x7fff7fffu), mx_max_bf16x2(r0_[u][0].z & 0x7fff7fffu, r0_[u][0].w & 0x7fff7fffu));
       mx_u32 m = mx_umax((pw << 16), (pw & 0xffff0000u));
       { const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, 1); m = w > m ? w : m; }
       mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-      float mult = 0.0f, sval = 0.0f;
+      float mult = 0.0f;
       {
         const float a = mx_float(m);
         byte = mx_e4m3_rne(a * mx_s_enc6);
         mult = mx_mult0[byte];
       }
-      byte0 = byte; flag0 = flag; mult0 = mult; sval0 = sval;
+      flag0 = flag; mult0 = mult; byte0 = byte;
     }
     {  // output 'q' (e2m1)
       float y[8];

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_tiled_blocks2d_e4m3_floor_bf16_b9c52256
-// generator mxjit-gen-29  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-30  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 floor nan_block blocks(0,1,32x32) q:row_major s:linear
 // pipeline hash aa08f10b6c954162af904ecd4cf32471
 // plan
@@ -35,7 +35,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
   float* const mx_smem = reinterpret_cast<float*>(mx_smem4);
   float* const tile0 = mx_smem;
   float* const s0_mult = mx_smem + 9216;
-  float* const s0_val = mx_smem + 9224;
   mx_u32* const s0_info = reinterpret_cast<mx_u32*>(mx_smem + 9232);
   unsigned t = blockIdx.x;
   const mx_i64 tc = t % unsigned(P.tiles_c); t /= unsigned(P.tiles_c);
@@ -68,7 +67,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
     const int it = threadIdx.x + i * 256;
     const int r = it / 16, cv = (it % 16) * 8;
     const bool row_ok = r < nr;
-    const bool full = row_ok && cv + 8 <= nc;
     float x0[8];
     mx_unpack_bf16x8(r0_[i], x0);
 #pragma unroll
@@ -102,13 +100,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
       for (int off = 1; off < 32; off *= 2) { const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, m, off); m = o_ > m ? o_ : m; }
       if (part == 0 && lb < 8) {
         mx_u32 byte = 0u, flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
-        float mult = 0.0f, sval = 0.0f;
+        float mult = 0.0f;
         byte = mx_scale_floor(m, 8);
         flag = m >= 0x7f800000u ? 2u : (m == 0u ? 1u : 0u);
         byte = flag == 2u ? 255u : (flag == 1u ? 0u : byte);
         mult = flag == 0u ? mx_e8m0_recip(byte) : 0.0f;
         s0_mult[lb] = mult;
-        s0_val[lb] = sval;
         s0_info[lb] = byte | (flag << 8);
       }
     }
@@ -140,7 +137,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
     }
     mx_u8* const base = static_cast<mx_u8*>(P.out[0]);
     {
-      const int rs = r, cs = cw;
+      const int rs = r;
+      const int cs = cw;
       const mx_i64 off = (r0 + rs) * P.out_stride[0][0] + (c0 + cs) * P.out_stride[0][1];
       mx_u32 w[4];
 #pragma unroll
@@ -169,7 +167,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
     if (whole && nsr == 2 && nsc == 4 && P.out_stride[1][1] == 1) {  // a whole tile: 4 scales per thread
       for (int k = int(threadIdx.x); k < 2; k += 256) {
         const int ir = k, ic = 0;
-        const mx_i64 gr = sr0 + ir, gc = sc0 + ic;
+        const mx_i64 gr = sr0 + ir;
+        const mx_i64 gc = sc0 + ic;
         const int lb = ir * 4 + ic;
         mx_u32 w = 0u;
         for (int e = 0; e < 4; ++e) w |= mx_u32(s0_info[lb + e] & 0xffu) << (8 * e);
