@@ -11,10 +11,6 @@
 
 namespace mxjit::detail {
 
-namespace {
-constexpr unsigned kDefaultSmemLimit = 48 * 1024;  ///< dynamic smem allowed without opt-in
-}
-
 /// The loaded library and the per-context function cache.
 struct LoadedKernel::State {
   /// The function of one context and the dynamic shared memory opted into for it.
@@ -75,7 +71,10 @@ LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes) {
   if (!e) {
     CUfunction f = nullptr;
     d.check(d.cuKernelGetFunction(&f, kernel), "cuKernelGetFunction");
-    e = &entries.emplace_back(Entry{ctx, f, kDefaultSmemLimit});
+    // The dynamic shared memory it takes without opting in: 48 KiB less its static shared memory.
+    int allowed = 0;
+    d.check(d.cuFuncGetAttribute(&allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute");
+    e = &entries.emplace_back(Entry{ctx, f, unsigned(allowed)});
   }
   if (smem_bytes > e->smem_optin) {
     d.check(d.cuFuncSetAttribute(e->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem_bytes)),

@@ -8,7 +8,9 @@
 
 #include "dsl/errors.hpp"
 #include "dsl/text.hpp"
+#include "codegen/plan.hpp"
 #include "gpu/check.hpp"
+#include "runtime/compile.hpp"
 
 using namespace mxjit;
 using namespace mxjit::test;
@@ -122,4 +124,24 @@ TEST_CASE("hostile gpu: scales without their codes, blocks along any axis of a r
                                                               fmt::join(shape, ","))) == 0);
       }
     }
+}
+
+TEST_CASE("hostile gpu: a tiled cast whose dynamic shared memory (48 KiB) and static shared memory pass 48 KiB (generator fuzzer seed 368)") {
+  MXJIT_REQUIRE_GPU();
+  // The launcher opted in above 48 KiB of dynamic shared memory only; the tensor amax's static
+  // reduction array took the total past the default limit, and cuLaunchKernel refused.
+  auto x = input("x", DType::bf16, rank(3));
+  auto s = e8m0_scale(amax(blocks(x, 0, 8)), e2m1, ScaleRule::rceil);
+  for (bool with_scales : {false, true}) {
+    std::vector<Output> outs{output("q", cast(e2m1, x / s), Layout::permuted({1, 2, 0})), output("a", amax(x))};
+    if (with_scales) outs.push_back(output("s", s));
+    const Pipeline p = pipeline(outs);
+    const detail::Plan plan = detail::make_plan(p, Target::parse("sm_90a"), detail::default_stride_class(p));
+    CHECK(plan.kind == KernelKind::tiled);
+    CHECK(plan.smem_bytes == 48 * 1024);
+    std::vector<HostTensor> in;
+    in.emplace_back(DType::bf16, std::vector<int64_t>{96, 63, 10});
+    fill_random(in.back(), 368, true);
+    CHECK(check_against_reference(jit(p), in, fmt::format("tiled, 48 KiB dynamic + static{}", with_scales ? ", scales" : "")) == 0);
+  }
 }
