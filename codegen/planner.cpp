@@ -162,6 +162,9 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     case KernelKind::direct:
       plan.kernel = plan_direct(p, v, plan, s, target, sc);
       if (p.mask().active() && plan.direct().block_rows > 1) check_mask_runs(p, KernelKind::direct, "the direct kernel's 2-D blocks");
+      // One count per chunk row: both mask axes index rows, not the chunks' columns (generator fuzzer seed 428).
+      if (p.mask().active() && (p.mask().axis == plan.ax_c || p.mask().by == plan.ax_c))
+        check_mask_runs(p, KernelKind::direct, fmt::format("the direct kernel with axis {} along its chunks' columns", plan.ax_c));
       break;
     case KernelKind::columns: plan.kernel = plan_columns(p, v, plan, s, target); break;
     default:

@@ -54,4 +54,10 @@ TEST_CASE("masked rows codegen: casts that do not run on the direct kernel refus
   const std::string m = refusal(pipeline({output("q", cast(e4m3, x4 / s)), output("s", s)}, mask(1, 0, "m")));
   CHECK(m.find("runs on the direct kernel") != std::string::npos);
   CHECK(m.find("The CPU backends run it") != std::string::npos);
+  // Counts per column of a dequantized [16, 4]: one count per chunk row cannot say it (generator
+  // fuzzer seed 428, where the kernel read an index it never declared).
+  auto codes = dequantize("q", "s", e4m3, ScaleFormat::e8m0, rank(2), 1, 32);
+  const std::string d = refusal(pipeline({output("v", codes, DType::bf16)}, mask(0, 1, "cnt")));
+  CHECK(d.find("GPU generator: mask(0, 1, 'cnt') runs on the direct kernel") != std::string::npos);
+  CHECK(d.find("axis 1 along its chunks' columns") != std::string::npos);
 }
