@@ -66,21 +66,25 @@ void emit_load(Ctx& x) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
     return x.sc.vector_along(size_t(k), pl.ax_c) && int(16 / dtype_size(in.dtype)) == V;
   };
-  bool any_vec = false;  // the whole-chunk test `full` chooses the 16-byte loads
-  for (int k : tensors) any_vec = any_vec || vec_ok(k);
   // Vector inputs keep raw 16-byte words until the values are computed (see raw_chunk_tail).
   for (int k : tensors)
     x.out += vec_ok(k) ? fmt::format("  mx_v16 r{}_[{}];\n", k, iters) : fmt::format("  float x{}_[{}][{}];\n", k, iters, V);
-  auto head = [&](const char* stage, bool loading) {
-    if (hoist)
-      x.out += fmt::format("#pragma unroll\n  for (int i = 0; i < {0}; ++i) {{  // {1}\n    const int it = threadIdx.x + i * {2};\n",
-                           iters, stage, pl.threads);
-    else
-      x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{  // {}\n    const int i = 0;\n", chunks,
-                           pl.threads, stage);
-    x.out += fmt::format("    const int r = it / {0}, cv = (it % {0}) * {1};\n", tp.tile_cols / V, V);
-    x.out += "    const bool row_ok = r < nr;\n";
-    if (any_vec && loading) x.out += fmt::format("    const bool full = row_ok && cv + {} <= nc;\n", V);
+  // A stage's loop over the tile's chunks; its indices are declared where the stage reads them.
+  std::vector<Decl> indices;
+  size_t at = 0;
+  auto head = [&](const char* stage) {
+    x.out += hoist ? fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i) {{  // {}\n", iters, stage)
+                   : fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{  // {}\n", chunks, pl.threads, stage);
+    at = x.out.size();
+    indices = {hoist ? Decl{"it", fmt::format("    const int it = threadIdx.x + i * {};\n", pl.threads)} : Decl{"i", "    const int i = 0;\n"},
+               {"r", fmt::format("    const int r = it / {};\n", tp.tile_cols / V)},
+               {"cv", fmt::format("    const int cv = (it % {}) * {};\n", tp.tile_cols / V, V)},
+               {"row_ok", "    const bool row_ok = r < nr;\n"},
+               {"full", fmt::format("    const bool full = row_ok && cv + {} <= nc;\n", V)}};
+  };
+  auto tail = [&] {
+    insert_used(x.out, at, indices);
+    x.out += "  }\n";
   };
   auto loads = [&] {
     for (int k : tensors) {
@@ -118,17 +122,17 @@ void emit_load(Ctx& x) {
     x.out += "        continue;\n      }\n" + body + "    }\n";
   };
   if (hoist) {
-    head("issue every load", true);
+    head("issue every load");
     loads();
-    x.out += "  }\n";
-    head("evaluate and store", false);
+    tail();
+    head("evaluate and store");
     compute();
-    x.out += "  }\n";
+    tail();
   } else {
-    head("load, evaluate, store", true);
+    head("load, evaluate, store");
     loads();
     compute();
-    x.out += "  }\n";
+    tail();
   }
   x.out += "  __syncthreads();\n";
 }
@@ -208,17 +212,18 @@ struct Chunking {
   int w;         // elements per chunk
 };
 
-void emit_chunk_loop_head(Ctx& x, const Chunking& ch) {
+// The loop over a tile's chunks; `full` (the whole chunk inside the domain) for code stores.
+void emit_chunk_loop_head(Ctx& x, const Chunking& ch, bool with_full) {
   const Plan& pl = x.plan;
   const TiledPlan& tp = pl.tiled();
   if (ch.along_c) {
     x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", tp.tile_rows * (tp.tile_cols / ch.w), pl.threads);
     x.out += fmt::format("    const int r = it / {0}, cw = (it % {0}) * {1};\n", tp.tile_cols / ch.w, ch.w);
-    x.out += fmt::format("    const bool full = r < nr && cw + {} <= nc;\n", ch.w);
+    if (with_full) x.out += fmt::format("    const bool full = r < nr && cw + {} <= nc;\n", ch.w);
   } else {
     x.out += fmt::format("  for (int it = threadIdx.x; it < {}; it += {}) {{\n", tp.tile_cols * (tp.tile_rows / ch.w), pl.threads);
     x.out += fmt::format("    const int c = it % {0}, rw = (it / {0}) * {1};\n", tp.tile_cols, ch.w);
-    x.out += fmt::format("    const bool full = c < nc && rw + {} <= nr;\n", ch.w);
+    if (with_full) x.out += fmt::format("    const bool full = c < nc && rw + {} <= nr;\n", ch.w);
   }
 }
 
@@ -254,7 +259,7 @@ void emit_elems(Ctx& x, int o) {
   const char* pair_fn = hw_pair_fn(x, q);
   const bool hw_pair = pair_fn != nullptr;
   x.out += fmt::format("  // Output '{}' ({} codes, innermost axis {}).\n", out.name, q->elem.str(), inner);
-  emit_chunk_loop_head(x, ch);
+  emit_chunk_loop_head(x, ch, true);
   x.out += fmt::format("    mx_u32 code[{}];\n", ch.w);
   x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < {}; e += 2) {{\n", ch.w);
   for (int h = 0; h < 2; ++h) {
@@ -331,7 +336,7 @@ void emit_values(Ctx& x, int o) {
   const char* st = out.dtype == DType::f32 ? "float" : "mx_u16";
   const char* cv = out.dtype == DType::f32 ? "" : out.dtype == DType::bf16 ? "mx_u16(mx_f32_to_bf16_bits" : "mx_u16(mx_f32_to_f16_bits";
   x.out += fmt::format("  // Values '{}'.\n", out.name);
-  emit_chunk_loop_head(x, ch);
+  emit_chunk_loop_head(x, ch, false);
   auto [r, c] = chunk_rc(ch, "0");
   x.out += fmt::format("    const int rr = {}, cc = {};\n    if (rr < nr && cc < nc) {{\n", r, c);
   x.out += fmt::format("      float val = {};\n      if (val != val) val = mx_float(0x7fc00000u);\n", tile_at(tp, root, "rr", "cc"));

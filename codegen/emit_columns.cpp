@@ -354,7 +354,7 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
         return fmt::format("((r0 - t_r0) / {}) * {} + (c0 - t_c0) + {}", bs, cols(x).tile_cols, c);
       };
       const bool dist = fast && scatter(x, s);
-      if (dist) emit_scatter_scales(x, s, kCols, xors, col_m, scale_staged(x, s) ? col_stage : nullptr, ind);
+      if (dist) emit_scatter_scales(x, s, kCols, xors, col_m, scale_staged(x, s) ? col_stage : nullptr, ind, coded);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} ({} lanes), column by column.\n", ind, s, bs, pl.ax_r, lanes);
       emit_clean_split(x, dist && coded ? scales_clean(s, kCols, xors) : "", ind, [&](bool clean) {
         if (dist && !coded) return;  // the owners stored the scales, and no codes need them
@@ -378,7 +378,7 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
       };
       const std::vector<int> xors = {2 * lanes_r, lanes_r};
       const bool dist = fast && scatter(x, s);
-      if (dist) emit_scatter_scales(x, s, kRows, xors, row_m, scale_staged(x, s) ? row_stage : nullptr, ind);
+      if (dist) emit_scatter_scales(x, s, kRows, xors, row_m, scale_staged(x, s) ? row_stage : nullptr, ind, coded);
       else x.out += fmt::format("{}// Scales {}: blocks of {} along axis {} (4 lanes), row by row.\n", ind, s, bs, pl.ax_c);
       emit_clean_split(x, dist && coded ? scales_clean(s, kRows, xors) : "", ind, [&](bool clean) {
         if (dist && !coded) return;  // the owners stored the scales, and no codes need them

@@ -223,19 +223,22 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
   // Emits code that turns `m` (the block's max |x| as FP32 bits) into byte, flag, mult, sval.
   if (generic_scale(*sn)) return generic_scale_from_amax(*sn, in, stored, coded);
   const ElemFormat& f = sn->elem;
-  coded = coded || sn->scale_format != ScaleFormat::e8m0;  // the FP32 and NVFP4 paths derive the rest from mult
-  std::string o = scale_var_decls(*sn, stored, coded);
+  const bool mult = coded || sn->scale_format == ScaleFormat::f32;  // the FP32 path derives sval from mult
+  // An exponent rule's flag only feeds the codes; the built-in rules derive the byte from it.
+  const bool exponent = sn->scale_format == ScaleFormat::e8m0 && sn->recipe == ScaleRecipe::e8m0_exponent;
+  std::string o = scale_var_decls(*sn, stored, mult, coded || (sn->scale_format == ScaleFormat::e8m0 && !exponent));
   switch (sn->scale_format) {
     case ScaleFormat::e8m0: {
-      if (sn->recipe == ScaleRecipe::e8m0_exponent) {
+      if (exponent) {
+        const auto fl = [&](int v) { return coded ? fmt::format(" flag = {}u;", v) : std::string(); };
         // NaN (and, with nan_block, Inf) blocks: one compare on the common path.
-        o += sn->policy == NanPolicy::nan_block ? "if (m >= 0x7f800000u) { byte = 255u; flag = 2u; }\n"
-                                                : "if (m > 0x7f800000u) { byte = 255u; flag = 2u; }\n"
-                                                  "else if (m == 0x7f800000u) { byte = 254u; }\n";
-        o += "else if (m == 0u) { byte = 0u; flag = 1u; }\nelse {\n";
+        o += sn->policy == NanPolicy::nan_block ? fmt::format("if (m >= 0x7f800000u) {{ byte = 255u;{} }}\n", fl(2))
+                                                : fmt::format("if (m > 0x7f800000u) {{ byte = 255u;{} }}\n"
+                                                              "else if (m == 0x7f800000u) {{ byte = 254u; }}\n", fl(2));
+        o += fmt::format("else if (m == 0u) {{ byte = 0u;{} }}\nelse {{\n", fl(1));
         ExprEmitter em([](const NodePtr&) { return std::string("mx_float(m)"); }, "se");
         std::string var = em.emit(sn->exponent, o, "  ");
-        o += fmt::format("  byte = mx_custom_exponent_byte({});\n  if (byte == 255u) flag = 2u;\n}}\n", var);
+        o += fmt::format("  byte = mx_custom_exponent_byte({});\n{}}}\n", var, coded ? "  if (byte == 255u) flag = 2u;\n" : "");
         if (coded) o += "if (flag == 0u) mult = mx_e8m0_recip(byte);\n";
         break;
       }
@@ -272,12 +275,12 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
       o += "{\n  const float a = mx_float(m);\n";
       if (sn->convention == Nvfp4Convention::te) {
         o += "  byte = mx_e4m3_rne(a * mx_s_enc6);\n";
-        o += mult_table.empty() ? "  " + nvfp4_mult(sn, "byte", "mult =") : fmt::format("  mult = {}[byte];\n", mult_table);
+        if (coded) o += mult_table.empty() ? "  " + nvfp4_mult(sn, "byte", "mult =") : fmt::format("  mult = {}[byte];\n", mult_table);
       } else {
-        o += "  if (mx_per_tensor == 0.0f) { byte = mx_e4m3_rne(mx_float(0x3c800000u)); flag = 1u; }\n";
+        o += fmt::format("  if (mx_per_tensor == 0.0f) {{ byte = mx_e4m3_rne(mx_float(0x3c800000u));{} }}\n", coded ? " flag = 1u;" : "");
         o += "  else {\n    const float ratio = (a / 6.0f) / mx_per_tensor;\n";
         o += "    byte = mx_e4m3_rne(mx_fmin_nan(mx_fmax_nan(ratio, mx_float(0x3c800000u)), 448.0f));\n";
-        o += mult_table.empty() ? "    " + nvfp4_mult(sn, "byte", "mult =") : fmt::format("    mult = {}[byte];\n", mult_table);
+        if (coded) o += mult_table.empty() ? "    " + nvfp4_mult(sn, "byte", "mult =") : fmt::format("    mult = {}[byte];\n", mult_table);
         o += "  }\n";
       }
       o += "}\n";
@@ -289,11 +292,13 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
 
 bool byte_scale(const Node& sn) { return sn.scale_format == ScaleFormat::e8m0 || sn.scale_format == ScaleFormat::e4m3; }
 
-std::string scale_var_decls(const Node& sn, bool stored, bool mult) {
-  std::string f;
+std::string scale_var_decls(const Node& sn, bool stored, bool mult, bool flag) {
+  std::string u, f;
+  if (byte_scale(sn)) u = "byte = 0u";
+  if (flag) u += u.empty() ? "flag = 0u" : ", flag = 0u";
   if (mult) f = "mult = 0.0f";
   if (!byte_scale(sn) && stored) f += f.empty() ? "sval = 0.0f" : ", sval = 0.0f";
-  return fmt::format("{} flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block\n", byte_scale(sn) ? "mx_u32 byte = 0u," : "mx_u32") +
+  return (u.empty() ? "" : "mx_u32 " + u + (flag ? ";  // flag: 0 normal, 1 zero block, 2 NaN block\n" : ";\n")) +
          (f.empty() ? "" : "float " + f + ";\n");
 }
 
@@ -305,9 +310,9 @@ bool uses(const std::string& code, const std::string& name, size_t from) {
 }
 
 void insert_used(std::string& code, size_t at, const std::vector<Decl>& decls) {
-  std::string ins;
-  for (const Decl& d : decls)
-    if (uses(code, d.name, at)) ins += d.statement;
+  std::string ins;  // the kept statements, last first: a declaration may use those before it
+  for (auto d = decls.rbegin(); d != decls.rend(); ++d)
+    if (uses(code, d->name, at) || uses(ins, d->name)) ins.insert(0, d->statement);
   code.insert(at, ins);
 }
 
@@ -569,13 +574,15 @@ std::string tamax_decl(const Ctx& x, bool tables) {
           "  (void)mx_s_enc6; (void)mx_s_dec; (void)mx_per_tensor; (void)mx_per_tensor_inv;\n";
       break;
     }
-  if (o.empty() || !tables) return o;
+  bool any_table = false;  // for the scales that codes are cast with
+  for (int s = 0; s < int(x.v.scales.size()); ++s) any_table = any_table || (nvfp4(*x.v.scales[size_t(s)]) && scale_coded(x, s));
+  if (o.empty() || !tables || !any_table) return o;
   // The multiplier depends on the block only through its E4M3 byte: 256 values per tensor, where
   // each block computed a decode, a multiply and a correctly rounded division (the issue-bound
-  // NVFP4 cast's scale work) before. `o` is not empty, so at least one scale is E4M3.
+  // NVFP4 cast's scale work) before.
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     const NodePtr& sn = x.v.scales[size_t(s)];
-    if (!nvfp4(*sn)) continue;
+    if (!nvfp4(*sn) || !scale_coded(x, s)) continue;
     o += fmt::format("  __shared__ float {}[256];  // scale {}'s multiplier of each E4M3 byte\n", mult_table(s), s);
     o += fmt::format("  for (int i = threadIdx.x; i < 256; i += blockDim.x) {}", nvfp4_mult(sn, "mx_u32(i)", mult_table(s) + "[i] ="));
   }
@@ -759,7 +766,7 @@ int scatter_shared_lanes(int items, const std::vector<int>& xors) {
 }
 
 void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
-                         const std::string& ind, const std::function<std::string(const std::string&)>& store) {
+                         const std::string& ind, bool gathered, const std::function<std::string(const std::string&)>& store) {
   const bool flush = x.v.scale_flush[size_t(s)];
   const size_t h = halvings(items, xors);
   const int own = items >> h;
@@ -783,16 +790,16 @@ void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors,
     x.out += fmt::format("{0}{{ const mx_u32 o_ = __shfl_xor_sync(0xffffffffu, d{1}[0], {2}); d{1}[0] = o_ > d{1}[0] ? o_ : d{1}[0]; }}\n", ind, s,
                          xors[j]);
   if (base.empty()) base = "0";
-  const bool coded = scale_coded(x, s);  // the owners' words, for emit_gather_scale
-  x.out += fmt::format("{0}const int tb{1} = {2};\n", ind, s, base);
-  if (coded) x.out += fmt::format("{0}mx_u32 own{1}[{2}];\n", ind, s, own);
+  const size_t at = x.out.size();  // tb<s>, where the stores below use it
+  if (gathered) x.out += fmt::format("{0}mx_u32 own{1}[{2}];\n", ind, s, own);
   x.out += fmt::format("#pragma unroll\n{0}for (int i = 0; i < {1}; ++i) {{\n{0}  const mx_u32 m = d{2}[i];\n", ind, own, s);
-  x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ", "", true, coded);
+  x.out += scale_from_amax(x.v.scales[size_t(s)], ind + "  ", "", true, gathered);
   if (stage)
     x.out += fmt::format("{0}  {{\n{0}    const int t = tb{1} + i;\n{0}    s{1}_info[{2}] = byte;\n{0}  }}\n", ind, s, stage("t"));
   if (store) x.out += store(ind + "  ");
-  if (coded) x.out += fmt::format("{}  own{}[i] = flag ? flag : mx_bits(mult);\n", ind, s);
+  if (gathered) x.out += fmt::format("{}  own{}[i] = flag ? flag : mx_bits(mult);\n", ind, s);
   x.out += ind + "}\n";
+  insert_used(x.out, at, {{fmt::format("tb{}", s), fmt::format("{}const int tb{} = {};\n", ind, s, base)}});
 }
 
 void emit_gather_scale(Ctx& x, int s, int items, const std::vector<int>& xors, const std::string& var, const std::string& ind,

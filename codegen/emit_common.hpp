@@ -122,9 +122,9 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& indent, const 
 /// True where scale `sn` is stored as a byte (E8M0, E4M3): scale_from_amax gives it `byte`; the
 /// others (fp32, bf16) get `sval` instead, so that a kernel declares only what it stores.
 bool byte_scale(const Node& sn);
-/// scale_from_amax's declarations: flag, mult (where `mult`), and byte or (where `stored`) sval
-/// (byte_scale).
-std::string scale_var_decls(const Node& sn, bool stored = true, bool mult = true);
+/// scale_from_amax's declarations: flag (where `flag`), mult (where `mult`), and byte or (where
+/// `stored`) sval (byte_scale).
+std::string scale_var_decls(const Node& sn, bool stored = true, bool mult = true, bool flag = true);
 /// True where `code` (from offset `from`) uses `name` as an identifier.
 bool uses(const std::string& code, const std::string& name, size_t from = 0);
 /// One declaration that generated code may not need: the name it declares and its statement.
@@ -132,8 +132,8 @@ struct Decl {
   std::string name, statement;
 };
 /// Inserts into `code` at `at`, in order, the statements of those `decls` whose name the code
-/// after `at` uses as an identifier: a kernel declares only what it reads (NVRTC warns on the
-/// rest, and every compile test checks that it does not).
+/// after `at`, or a kept statement after it in `decls`, uses as an identifier: a kernel declares
+/// only what it reads (NVRTC warns on the rest, and every compile test checks that it does not).
 void insert_used(std::string& code, size_t at, const std::vector<Decl>& decls);
 /// True where a scales output stores scale s (someone reads its byte<s> or sval<s>).
 bool scale_stored(const Ctx& x, int s);
@@ -245,13 +245,14 @@ using ItemExpr = std::function<std::string(const std::string&)>;
 ///
 /// What travels is one word, own<s>[i]: the multiplier's FP32 bits, or the flag (1 zero block,
 /// 2 NaN block; a multiplier's bits are >= 0x00400000). Emitted before the items' loop, at `ind`
-/// (declares d<s>, tb<s> (the lane's first item) and own<s>; needs `lane`). `item_m(t)`: item
+/// (declares d<s>, tb<s> (the lane's first item) and, where `gathered` (emit_gather_scale reads
+/// them later), own<s>; needs `lane`). `item_m(t)`: item
 /// t's maximum as FP32 bits; `stage(t)`, when given: its index in the tile's staged scales
 /// s<s>_info, which the owner fills; `store(ind)`, when given: statements at `ind` in the lane's
 /// loop over its items (item tb<s> + i, with its `byte` and `flag` in scope) that store the scale
 /// from its owner.
 void emit_scatter_scales(Ctx& x, int s, int items, const std::vector<int>& xors, const ItemExpr& item_m, const ItemExpr& stage,
-                         const std::string& ind, const std::function<std::string(const std::string&)>& store = nullptr);
+                         const std::string& ind, bool gathered, const std::function<std::string(const std::string&)>& store = nullptr);
 /// After emit_scatter_scales (same items, xors): the lanes that hold the same items, as the OR of
 /// the xors past its halvings (those all-reduce); 0 where every lane owns distinct items. The
 /// item's first owner is the lane with (lane & mask) == 0.

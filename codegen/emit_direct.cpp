@@ -55,6 +55,18 @@ const char* amax_accumulator(const Output& o) { return o.node->amax_nan == AmaxN
 // Whether scale s is computed once per block row, on one lane (the plan's choice).
 bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[size_t(s)]; }
 
+bool owner_stores(const Ctx& x, int o);
+
+// Whether phase 2 fetches reduce-scattered scale s from its owners: for codes, or for a store
+// that its owners do not make.
+bool gathered(const Ctx& x, int s) {
+  if (!scatter_scale(x, s)) return false;
+  bool others_store = false;
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    others_store |= x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == s && !owner_stores(x, o);
+  return scale_coded(x, s) || others_store;
+}
+
 // The bf16 input whose words quantize q's E2M1 codes come from (DirectPlan::e2m1_words), or -1.
 int e2m1_words_input(const Ctx& x, const NodePtr& q, int s) {
   for (size_t i = 0; i < x.v.quantizes.size(); ++i)
@@ -371,7 +383,7 @@ void emit_scatter_rows(Ctx& x, int s, bool all_vec) {
       if (owner_stores(x, o) && x.v.output_index[size_t(o)] == s) t += owner_store(x, o, s, all_vec, ind);
     return t;
   };
-  emit_scatter_scales(x, s, pl.direct().chunks_per_thread, scatter_xors(pl), row_m, nullptr, "  ", store);
+  emit_scatter_scales(x, s, pl.direct().chunks_per_thread, scatter_xors(pl), row_m, nullptr, "  ", gathered(x, s), store);
 }
 
 void emit_elems_store(Ctx& x, int o) {
@@ -458,8 +470,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     for (int o : placed) x.out += "  " + grouped_rows_place(x, o, "grow_", fmt::format("gpw{}", o));
   }
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
-  x.out += "    const int cc = cc_[u];\n";
-  std::vector<Decl> used_only;  // declared where the body below reads them (insert_used)
+  std::vector<Decl> used_only = {{"cc", "    const int cc = cc_[u];\n"}};  // declared where the body below reads them
   const size_t decl_at = x.out.size();
   for (int a : ra) used_only.push_back({fmt::format("ix{}", a), fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a)});
   for (int o : placed) x.out += fmt::format("    const mx_i64 gp{0} = __shfl_sync(0xffffffffu, gpw{0}, u);\n", o);
@@ -536,6 +547,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     for (int o = 0; o < int(x.p.outputs().size()); ++o)
       stored |= x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == int(s) && !owner_stores(x, o);
     const bool coded = scale_coded(x, int(s));
+    if (scatter_scale(x, int(s)) && !gathered(x, int(s))) continue;  // its owners stored it, and nothing here reads it
     x.out += scale_slot_decls(x, int(s), stored, coded, "    ") + "    {\n";
     if (scatter_scale(x, int(s)) && generic_scale(*x.v.scales[s])) {
       // A scale definition's multiplier, gathered; its owners stored the scales (owner_stores),
@@ -566,7 +578,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     }
     for (int off = G / 2; off >= 1; off /= 2)
       x.out += fmt::format("      {{ const mx_u32 w = __shfl_xor_sync(0xffffffffu, m, {}); m = w > m ? w : m; }}\n", off);
-    x.out += scale_from_amax(x.v.scales[s], "      ", nvfp4(*x.v.scales[s]) ? mult_table(int(s)) : "", stored);
+    x.out += scale_from_amax(x.v.scales[s], "      ", nvfp4(*x.v.scales[s]) ? mult_table(int(s)) : "", stored, coded);
     x.out += scale_slot_copy(x, int(s), stored, coded, "      ") + "    }\n";
   }
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
@@ -604,7 +616,7 @@ void emit_tensorwise_scales(Ctx& x) {
     const bool stored = scale_stored(x, int(s)), coded = scale_coded(x, int(s));
     x.out += scale_slot_decls(x, int(s), stored, coded, "  ") + "  {\n    mx_u32 m = mx_tensor_m;\n";
     if (x.v.scale_flush[s]) x.out += "    if (m < 0x00800000u) m = 0u;\n";
-    x.out += scale_from_amax(x.v.scales[s], "    ", "", stored);
+    x.out += scale_from_amax(x.v.scales[s], "    ", "", stored, coded);
     x.out += scale_slot_copy(x, int(s), stored, coded, "    ") + "  }\n";
   }
   x.out += "  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) {\n";
@@ -707,7 +719,7 @@ void emit_direct_kernel(Ctx& x) {
   // those scales (no flag tests on their codes), and for the others.
   std::string clean_cond;
   for (int s = 0; s < int(x.v.scales.size()); ++s)
-    if (scatter_scale(x, s) && !generic_scale(*x.v.scales[size_t(s)]))
+    if (gathered(x, s) && !generic_scale(*x.v.scales[size_t(s)]))
       clean_cond += (clean_cond.empty() ? "" : " && ") + scales_clean(s, U, scatter_xors(pl));
   emit_clean_split(x, clean_cond, "  ", [&](bool clean) { emit_phase2(x, dqs, clean); });
   for (int o = 0; o < int(x.p.outputs().size()); ++o)

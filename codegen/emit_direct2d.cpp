@@ -73,7 +73,7 @@ void emit_column_scales(Ctx& x, int s) {
   x.out += "    }\n#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const mx_u32 w_ = cw[e >> 1];\n";
   x.out += fmt::format("      mx_u32 m = (e & 1) ? {} : {};\n", widen_half(x, k, "w_", 1), widen_half(x, k, "w_", 0));
   if (x.v.scale_flush[size_t(s)]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
-  x.out += scale_from_amax(x.v.scales[size_t(s)], "      ", "", stored);
+  x.out += scale_from_amax(x.v.scales[size_t(s)], "      ", "", stored, coded);
   x.out += scale_slot_copy(x, s, stored, coded, "      ", "[e]") + "    }\n  }\n";
   if (q) {
     x.out += fmt::format("  mx_u32 keep{0}[2], fill{0}[2];  // per code byte: kept, or the zero / NaN block's fill\n", s);
@@ -124,7 +124,7 @@ void emit_block2d_scales(Ctx& x) {
     const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
     x.out += scale_slot_decls(x, s, stored, coded, "  ") + fmt::format("  {{\n    mx_u32 m = mx_wmax[{0}][0];\n", s);
     if (nw > 1) x.out += fmt::format("#pragma unroll\n    for (int w_ = 1; w_ < {}; ++w_) m = mx_wmax[{}][w_] > m ? mx_wmax[{}][w_] : m;\n", nw, s, s);
-    x.out += scale_from_amax(x.v.scales[size_t(s)], "    ", "", stored);
+    x.out += scale_from_amax(x.v.scales[size_t(s)], "    ", "", stored, coded);
     x.out += scale_slot_copy(x, s, stored, coded, "    ") + "  }\n";
   }
   for (int s : columns) emit_column_scales(x, s);

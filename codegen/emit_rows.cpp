@@ -254,7 +254,7 @@ void emit_line_scales(Ctx& x, const std::string& first) {
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
     x.out += scale_slot_decls(x, s, stored, coded, "  ") + fmt::format("  {{\n    const mx_u32 m = m{};\n", s);
-    x.out += indent_lines(scale_from_amax(x.v.scales[size_t(s)], "", "", stored), "    ");
+    x.out += indent_lines(scale_from_amax(x.v.scales[size_t(s)], "", "", stored, coded), "    ");
     x.out += scale_slot_copy(x, s, stored, coded, "    ") + "  }\n";
   }
   x.out += fmt::format("  // The line's scales.\n  if ({}) {{\n", first);

@@ -122,7 +122,7 @@ bool generic_scale(const Node& scale) { return scale.op == Op::scale && scale.re
 std::string generic_scale_from_amax(const Node& sn, const std::string& indent, bool stored, bool coded) {
   if (tensor_amax_of(sn))
     throw Error("mxjit internal: a generic scale reading tamax_var() reached the GPU generator");
-  std::string o = scale_var_decls(sn, stored, coded);
+  std::string o = scale_var_decls(sn, stored, coded, coded);
   o += fmt::format("{{  // {}\n", scale_definition(sn));
   ScaleLowering L("  ");
   L.bind(Op::amax_var, "sa");
@@ -149,10 +149,12 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent, b
   const NodePtr& fn = sn.args.at(kScaleFactor);
   const bool recip = sn.scale_format == ScaleFormat::e8m0 && fn->op == Op::div && fn->args.at(0)->op == Op::constant &&
                      fn->args.at(0)->value == 1.0 && fn->args.at(1)->op == Op::stored_var;
-  const std::string f = !coded ? "" : recip ? "mx_e8m0_recip(byte)" : L.value(fn);
-  const std::string nan = L.cond(sn.args.at(kScaleNanIf)), zero = L.cond(sn.args.at(kScaleZeroIf));
-  if (coded) L.body += fmt::format("  mult = {};\n", f);
-  if (nan != "false" || zero != "false") L.body += fmt::format("  flag = {} ? 2u : ({} ? 1u : 0u);\n", nan, zero);
+  if (coded) {  // the factor and the block mode, which only the codes read
+    const std::string f = recip ? "mx_e8m0_recip(byte)" : L.value(fn);
+    const std::string nan = L.cond(sn.args.at(kScaleNanIf)), zero = L.cond(sn.args.at(kScaleZeroIf));
+    L.body += fmt::format("  mult = {};\n", f);
+    if (nan != "false" || zero != "false") L.body += fmt::format("  flag = {} ? 2u : ({} ? 1u : 0u);\n", nan, zero);
+  }
   L.body += "  (void)sv;\n";
   o += L.body + "}\n";
   return indent_lines(o, indent);

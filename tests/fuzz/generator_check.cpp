@@ -155,6 +155,9 @@ void compile_for_both_arches(const Pipeline& p, const detail::StrideClass& sc, S
       const detail::CompiledKernel ck = detail::compile(p, Target::parse(arch), sc, {});
       if (ck.cubin.size() < 4 || ck.cubin.compare(0, 4, "\x7f" "ELF") != 0)
         throw Defect(fmt::format("NVRTC gave no cubin for {}", arch));
+      // Generated code declares only what it reads (compile_variants' rule); the disk cache keeps no log.
+      if (!ck.from_disk && ck.log.find("warning") != std::string::npos)
+        throw Defect(fmt::format("NVRTC warned for {} ({}):\n{}", arch, sc.str(), ck.log.substr(0, 2000)));
       ++s.compiled;
     } catch (const UsageError& e) {
       ++s.compile_refused;

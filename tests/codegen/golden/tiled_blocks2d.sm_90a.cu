@@ -48,7 +48,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
 #pragma unroll
   for (int i = 0; i < 4; ++i) {  // issue every load
     const int it = threadIdx.x + i * 256;
-    const int r = it / 16, cv = (it % 16) * 8;
+    const int r = it / 16;
+    const int cv = (it % 16) * 8;
     const bool row_ok = r < nr;
     const bool full = row_ok && cv + 8 <= nc;
     if (full) {
@@ -65,7 +66,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
 #pragma unroll
   for (int i = 0; i < 4; ++i) {  // evaluate and store
     const int it = threadIdx.x + i * 256;
-    const int r = it / 16, cv = (it % 16) * 8;
+    const int r = it / 16;
+    const int cv = (it % 16) * 8;
     const bool row_ok = r < nr;
     float x0[8];
     mx_unpack_bf16x8(r0_[i], x0);
