@@ -107,8 +107,9 @@ void emit_jagged_scalar(Ctx& x) {
   if (const std::string drop = amax_drop_nan(*sn, "a"); !drop.empty()) x.out += "      " + drop + "\n";
   x.out += "      m = a > m ? a : m;\n    }\n  }\n";
   if (lanes) x.out += "  for (int off = 16; off >= 1; off /= 2) m = mx_umax(m, __shfl_xor_sync(0xffffffffu, m, off));\n";
-  x.out += scale_from_amax(sn, "  ");
-  x.out += "  if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
+  const bool coded = scale_coded(x, 0);  // else only the scales: no multiplier, no flag
+  x.out += scale_from_amax(sn, "  ", "", true, coded);
+  if (coded) x.out += "  if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
   store_group_scales(x, lanes ? "g < G && lane == 0" : "g < G", "  ");
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
