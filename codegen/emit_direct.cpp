@@ -57,15 +57,16 @@ bool scatter_scale(const Ctx& x, int s) { return x.plan.direct().scatter_scales[
 
 bool owner_stores(const Ctx& x, int o);
 
+// Whether a scales output of scale s is stored in phase 2 (not by the owners of emit_scatter_scales).
+bool phase2_stores(const Ctx& x, int s) {
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == s && !owner_stores(x, o)) return true;
+  return false;
+}
+
 // Whether phase 2 fetches reduce-scattered scale s from its owners: for codes, or for a store
 // that its owners do not make.
-bool gathered(const Ctx& x, int s) {
-  if (!scatter_scale(x, s)) return false;
-  bool others_store = false;
-  for (int o = 0; o < int(x.p.outputs().size()); ++o)
-    others_store |= x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == s && !owner_stores(x, o);
-  return scale_coded(x, s) || others_store;
-}
+bool gathered(const Ctx& x, int s) { return scatter_scale(x, s) && (scale_coded(x, s) || phase2_stores(x, s)); }
 
 // The bf16 input whose words quantize q's E2M1 codes come from (DirectPlan::e2m1_words), or -1.
 int e2m1_words_input(const Ctx& x, const NodePtr& q, int s) {
@@ -543,10 +544,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     if (!phase2_scale(x, int(s))) continue;  // emit_tensorwise_scales, emit_block2d_scales
     const int root = x.v.scale_root[s];
-    bool stored = false;  // by this thread, here (not by the owners of emit_scatter_scales)
-    for (int o = 0; o < int(x.p.outputs().size()); ++o)
-      stored |= x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == int(s) && !owner_stores(x, o);
-    const bool coded = scale_coded(x, int(s));
+    const bool stored = phase2_stores(x, int(s)), coded = scale_coded(x, int(s));
     if (scatter_scale(x, int(s)) && !gathered(x, int(s))) continue;  // its owners stored it, and nothing here reads it
     x.out += scale_slot_decls(x, int(s), stored, coded, "    ") + "    {\n";
     if (scatter_scale(x, int(s)) && generic_scale(*x.v.scales[s])) {
