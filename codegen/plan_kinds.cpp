@@ -316,10 +316,13 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
                      : esize == 4 && j.cluster > 1     ? 1
                      : f16 && j.cluster > 1            ? 3
                                                        : 8 / esize;
-  if (j.cluster != 1 && j.cluster != 2 && j.cluster != 4 && j.cluster != 8)
-    throw UsageError(fmt::format("schedule: cluster {} of the jagged kernel must be 1, 2, 4 or 8", j.cluster));
-  if (j.cluster > 1 && target.sm() < 90)
+  if (j.cluster != 1 && j.cluster != 2 && j.cluster != 4 && j.cluster != 8 && j.cluster != 16)
+    throw UsageError(fmt::format("schedule: cluster {} of the jagged kernel must be 1, 2, 4, 8 or 16", j.cluster));
+  if (j.cluster > 1 && target.max_cluster() == 1)
     throw UsageError(fmt::format("schedule: cluster {} needs thread-block clusters (sm_90 or later; target {})", j.cluster, target.arch));
+  if (j.cluster > target.max_cluster())
+    throw UsageError(fmt::format("schedule: cluster {} exceeds the {} CTAs a thread-block cluster holds on {}", j.cluster,
+                                 target.max_cluster(), target.arch));
   if (j.cols_per_cta != 32 && j.cols_per_cta != 64 && j.cols_per_cta != 128 && j.cols_per_cta != 256)
     throw UsageError(fmt::format("schedule: tile_cols {} of the jagged kernel must be 32, 64, 128 or 256", j.cols_per_cta));
   if (plan.threads % 32 || plan.threads < j.cols_per_cta / 8 || plan.threads > 1024 || j.rows_in_flight < 1 || j.rows_in_flight > 16 ||
@@ -344,10 +347,12 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
   RowsPlan r;
   r.across_axis = rows_across_axis(p, plan, sc);
   // Across lines with 16-byte loads: the jagged vector kernel over one group (the whole axis),
-  // its axes relabelled (rows: the whole axis; columns: the across axis). On sm_90+ a cluster of 8
-  // CTAs splits each tile's whole axis, so that its parts mostly fit the row caches: 4 CTAs per SM
-  // with codes along the whole axis (column-major runs; 2 of FP32), else 1 CTA of 64 lines per SM
-  // (docs/perf-log.md, the rows kernel on columns).
+  // its axes relabelled (rows: the whole axis; columns: the across axis). On sm_90+ a cluster
+  // splits each tile's whole axis, so that its parts fit the row caches: with codes along the
+  // whole axis (column-major runs) up to 16 CTAs of 64 lines, 3 per SM, runs of 8 rows (2-byte
+  // inputs: 128-byte row segments, every row cached; docs/perf-log.md, fourteenth session), of
+  // FP32 up to 8 CTAs of 32 lines, 2 per SM; else (codes along the lines) up to 16 CTAs of 64
+  // lines, 2 per SM (up to 8, 1 per SM, where clusters hold 8).
   if (rows_columns_applies(p, v, plan, sc)) {
     Plan cp = rows_columns_axes(plan, r.across_axis);
     {
@@ -357,12 +362,23 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
         js.cluster = 8;
         // FP32 lines' column-major runs spill within 64 registers: 2 CTAs per SM.
         const bool f32 = p.inputs()[size_t(first_tensor_input(p))].dtype == DType::f32;
-        if (!jagged_codes_along_rows(p, cp)) js.ctas_per_sm = 1;
-        else if (f32) js.ctas_per_sm = 2;
+        const bool c16 = target.max_cluster() >= 16;
+        if (!jagged_codes_along_rows(p, cp)) {
+          js.cluster = c16 ? 16 : 8;
+          js.ctas_per_sm = c16 ? 2 : 1;
+        } else if (f32) {
+          js.ctas_per_sm = 2;
+        } else if (c16) {
+          js.cluster = 16;
+          js.tile_cols = 64;
+          js.ctas_per_sm = 3;
+          js.rows_per_thread = 8;
+        }
       }
       r.columns = plan_jagged(p, v, cp, js, target, true);
-      // The default cluster is a maximum, its size chosen at launch from the whole axis's extent.
-      r.columns->cluster_at_launch = !s.cluster && r.columns->cluster > 1;
+      // The default cluster is a maximum, its size chosen at launch from the whole axis's extent;
+      // so is a cluster past the portable 8, which launches opt into.
+      r.columns->cluster_at_launch = (!s.cluster || s.cluster > 8) && r.columns->cluster > 1;
       plan.threads = cp.threads;
       plan.ctas_per_sm = cp.ctas_per_sm;
       plan.smem_bytes = cp.smem_bytes;

@@ -35,6 +35,11 @@ int Target::smem_per_sm() const {
   return 100 * 1024;  // sm_86, sm_89, sm_120 and later consumer parts
 }
 
+int Target::max_cluster() const {
+  const int cc = sm();
+  return cc < 90 ? 1 : cc < 120 ? 16 : 8;
+}
+
 bool Target::arch_specific() const { return arch.ends_with("a") || arch.ends_with("f"); }
 
 }  // namespace mxjit

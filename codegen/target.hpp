@@ -25,6 +25,10 @@ struct Target {
   int smem_per_cta() const { return smem_per_sm() - smem_reserved_per_cta(); }
   /// Shared memory the driver reserves for each resident CTA (1 KiB from sm_80 on).
   int smem_reserved_per_cta() const { return 1024; }
+  /// The most CTAs in one thread-block cluster: 16 on sm_90 to sm_119 (above the portable 8, a
+  /// launch opts in with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED), 8 on sm_120 and
+  /// later, 1 (no clusters) before sm_90.
+  int max_cluster() const;
   friend bool operator==(const Target&, const Target&) = default;
 };
 

@@ -72,10 +72,13 @@ std::vector<Schedule> schedule_candidates(const Pipeline& p, const Target& t, co
     // axis; along the line: chunks a thread holds x CTAs per SM.
     if (base.rows().columns) {
       for (int w : {32, 64})
-        for (int mb : {1, 2, 4}) {
+        for (int mb : {1, 2, 3, 4}) {
           add(Schedule{.tile_cols = w, .ctas_per_sm = mb});
-          if (t.sm() >= 90)
-            for (int k : {2, 4, 8}) add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .cluster = k});
+          for (int k : {2, 4, 8, 16})
+            if (k <= t.max_cluster()) {
+              add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .cluster = k});
+              add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .rows_per_thread = 8, .cluster = k});  // column-major runs
+            }
         }
     } else {
       for (int u : {2, 4, 8})

@@ -134,10 +134,14 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
                        doctest::Contains("rows_in_flight 17 (1..16)"), UsageError);
   Schedule bad{.cluster = 3};
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad),
-                       doctest::Contains("cluster 3 of the jagged kernel must be 1, 2, 4 or 8"), UsageError);
+                       doctest::Contains("cluster 3 of the jagged kernel must be 1, 2, 4, 8 or 16"), UsageError);
   bad.cluster = 2;
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), Target::parse("sm_89"), order(1), bad),
                        doctest::Contains("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)"), UsageError);
+  // Jagged groups fix their cluster in the kernel (__cluster_dims__): at most the portable 8.
+  bad.cluster = 16;
+  CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad),
+                       doctest::Contains("a cluster of more than 8 CTAs applies to whole axes only"), UsageError);
 }
 
 TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; every candidate schedule compiles" *

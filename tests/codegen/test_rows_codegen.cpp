@@ -65,13 +65,13 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   CHECK(p3.rows().across_axis == 2);  // lanes across the (e, n) lines, 32 neighbours along N
   // Lines along a 16-byte-readable axis: the jagged vector kernel's two passes over the whole axis
   // (RowsPlan::columns), 64 lines per CTA, the E axis on grid y.
-  // A cluster of up to 8 CTAs splits each tile's whole axis, one CTA per SM (codes along the
+  // A cluster of up to 16 CTAs splits each tile's whole axis, two CTAs per SM (codes along the
   // lines); the launch takes the fewest CTAs whose parts fit the row cache.
   REQUIRE(p3.rows().columns);
   CHECK(p3.rows().columns->cols_per_cta == 64);
-  CHECK(p3.rows().columns->cluster == 8);
+  CHECK(p3.rows().columns->cluster == 16);
   CHECK(p3.rows().columns->cluster_at_launch);
-  CHECK(p3.ctas_per_sm == 1);
+  CHECK(p3.ctas_per_sm == 2);
   const int64_t cached = p3.rows().columns->cached_rows;
   for (int64_t n : {int64_t(1), int64_t(16), int64_t(128), int64_t(512), int64_t(5120), int64_t(8192), int64_t(16640), int64_t(70000)}) {
     CAPTURE(n);
@@ -79,9 +79,9 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
     CHECK(ln.tiles_c == 2);
     CHECK(ln.grid[1] == 4u);
     CHECK(ln.grid[0] == 2u * ln.cluster);
-    CHECK((ln.cluster == 1 || ln.cluster == 2 || ln.cluster == 4 || ln.cluster == 8));
+    CHECK((ln.cluster == 1 || ln.cluster == 2 || ln.cluster == 4 || ln.cluster == 8 || ln.cluster == 16));
     auto part = [&](int64_t k) { return ((n + k - 1) / k + 15) / 16 * 16; };
-    CHECK((part(ln.cluster) <= cached || ln.cluster == 8));  // the parts fit the cache, or the most CTAs
+    CHECK((part(ln.cluster) <= cached || ln.cluster == 16));  // the parts fit the cache, or the most CTAs
     if (ln.cluster > 1) CHECK(part(ln.cluster / 2) > cached);  // and no fewer CTAs would
   }
   CHECK(p3.launch({4, 512, 96}, 0).cluster == 1u);  // short axes: one CTA per tile
@@ -89,9 +89,11 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   CHECK(!plan.rows().columns);
   const Plan col = make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1));
   REQUIRE(col.rows().columns);
-  CHECK(col.rows().columns->cluster == 8);
-  CHECK(col.launch({16640, 5120}, 0).cluster == 8u);
-  CHECK(col.launch({16640, 5120}, 0).grid[0] == 640u);
+  CHECK(col.rows().columns->cluster == 16);
+  CHECK(col.launch({16640, 5120}, 0).cluster == 16u);
+  CHECK(col.launch({16640, 5120}, 0).grid[0] == 1280u);
+  CHECK(col.launch({4000, 5120}, 0).cluster == 8u);  // parts of 500 rows fit 882 cached rows, of 1000 not
+  CHECK(col.rows().columns->cached_rows == 882);
   CHECK(col.launch({128, 5120}, 0).cluster == 1u);
   // The cluster's size is read at run time; a schedule's cluster is fixed in the kernel.
   const std::string src = make_generated_source(rowwise(DType::bf16, 2, 0), t, unit_along(1));
@@ -105,13 +107,33 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   // Without clusters (sm_89): one CTA per tile, 2 per SM.
   CHECK(make_plan(rowwise(DType::bf16, 2, 0), Target::parse("sm_89"), unit_along(1)).rows().columns->cluster == 1);
   // torchao's transposed 3-D rowwise (B_t (E, K, N) K unit-stride, N whole, codes along N): the
-  // column-major-codes pass, 32 lines per CTA, runs of 8 positions.
+  // column-major-codes pass, 64 lines per CTA (128-byte row segments), 3 CTAs per SM, runs of 8
+  // positions, clusters of up to 16 (non-portable, opted into at launch).
   const Plan t3 = make_plan(rowwise(DType::bf16, 3, 2), t, unit_along(1));
   REQUIRE(t3.rows().columns);
-  CHECK(t3.rows().columns->run_rows == 4);  // 4 CTAs per SM: runs of 4 within 64 registers
-  CHECK(t3.rows().columns->cluster == 8);
-  CHECK(t3.ctas_per_sm == 4);
-  CHECK(t3.rows().columns->cols_per_cta == 32);
+  CHECK(t3.rows().columns->run_rows == 8);
+  CHECK(t3.rows().columns->cluster == 16);
+  CHECK(t3.rows().columns->cluster_at_launch);
+  CHECK(t3.ctas_per_sm == 3);
+  CHECK(t3.rows().columns->cols_per_cta == 64);
+  CHECK(t3.rows().columns->cached_rows >= 8192 / 16);  // every row of an 8192-long axis cached
+  CHECK(t3.launch({16, 5120, 8192}, 0).cluster == 16u);
+  CHECK(t3.launch({16, 5120, 512}, 0).cluster == 1u);
+  // FP32 lines keep 32 lines per CTA, 2 per SM, clusters of up to 8.
+  const Plan t3f = make_plan(rowwise(DType::f32, 3, 2), t, unit_along(1));
+  CHECK(t3f.rows().columns->cluster == 8);
+  CHECK(t3f.rows().columns->cols_per_cta == 32);
+  CHECK(t3f.ctas_per_sm == 2);
+  // sm_120 clusters hold 8 CTAs, sm_89 none: the default fits the target, a schedule past it is refused.
+  CHECK(make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_120a"), unit_along(1)).rows().columns->cluster == 8);
+  CHECK(usage_message([&] { make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_120a"), unit_along(1), Schedule::parse("tune(cluster=16)")); })
+            .find("cluster 16 exceeds the 8 CTAs a thread-block cluster holds on sm_120a") != std::string::npos);
+  CHECK(usage_message([&] { make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_89"), unit_along(1), Schedule::parse("tune(cluster=2)")); })
+            .find("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)") != std::string::npos);
+  // A schedule's cluster past the portable 8 is chosen at launch too (the launch opts into it).
+  const Plan c16 = make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1), Schedule::parse("tune(cluster=16, ctas_per_sm=2)"));
+  CHECK(c16.rows().columns->cluster_at_launch);
+  CHECK(c16.launch({16384, 5120}, 0).cluster == 16u);
   for (DType dt : {DType::bf16, DType::f32}) {
     CHECK(test::spill_bytes(rowwise(dt, 2, 0), unit_along(1)) == 0);
     CHECK(test::spill_bytes(rowwise(dt, 3, 2), unit_along(1)) == 0);

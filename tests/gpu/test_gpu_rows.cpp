@@ -180,7 +180,8 @@ TEST_CASE("rows kernel on the GPU: the across form on 16-byte columns (colwise, 
         bad += check(k, dt, {3, 1000, 96}, l);
         bad += check(k, dt, {2, 523, 77}, l, {523 * 80, 80, 1});
         bad += check(k, dt, {1, 17, 40}, l);
-        bad += check(k, dt, {2, 5000, 40}, l);  // clusters of 4 to 8 chosen at launch
+        bad += check(k, dt, {2, 5000, 40}, l);  // clusters of 4 to 16 chosen at launch
+        bad += check(k, dt, {1, 9001, 72}, l);  // 16 parts of 576 rows, the last one short
       }
     }
   // torchao's B_t (E, K, N) with K unit-stride (memory (E, N, K)), one scale per (e, k) over N,
