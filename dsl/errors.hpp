@@ -18,6 +18,15 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+/// A device index array's values break a rule: group ends (`offsets`) that decrease, pass the
+/// extent or split a block, masked-row counts outside [0, extent]. The CPU backends check the
+/// values; GPU kernels cannot without a host round trip and trust or clamp them (docs/design.md §5),
+/// so a caller comparing backends tells these refusals from the pipeline's own by type.
+class IndexValuesError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 /// NVRTC rejected generated source. Carries everything needed to reproduce it.
 class CompileError : public Error {
  public:

@@ -33,20 +33,20 @@ void validate_group_ends(const std::string& name, std::span<const int32_t> ends,
   int64_t prev = 0;
   for (size_t g = 0; g < ends.size(); ++g) {
     if (ends[g] < prev)
-      throw UsageError(fmt::format("offsets '{}': group end [{}] = {} is below the previous end {}; group ends "
+      throw IndexValuesError(fmt::format("offsets '{}': group end [{}] = {} is below the previous end {}; group ends "
                                    "must be non-decreasing and >= 0",
                                    name, g, ends[g], prev));
     prev = ends[g];
   }
   if (prev > extent)
-    throw UsageError(fmt::format("offsets '{}': the last group end {} exceeds the grouped axis extent {}", name,
+    throw IndexValuesError(fmt::format("offsets '{}': the last group end {} exceeds the grouped axis extent {}", name,
                                  prev, extent));
 }
 
 void validate_counts(const std::string& name, std::span<const int32_t> counts, int64_t extent) {
   for (size_t i = 0; i < counts.size(); ++i)
     if (counts[i] < 0 || counts[i] > extent)
-      throw UsageError(fmt::format("counts '{}': count [{}] = {} is outside [0, {}] (the masked axis' extent)", name, i,
+      throw IndexValuesError(fmt::format("counts '{}': count [{}] = {} is outside [0, {}] (the masked axis' extent)", name, i,
                                    counts[i], extent));
 }
 

@@ -249,7 +249,7 @@ TEST_CASE("grouped layout misuse is a UsageError naming the rule") {
   CHECK_THROWS_AS(pipeline({output("s", sj0, g0)}), UsageError);
   // straddling group ends on a blocked axis
   std::vector<int32_t> ends = {32, 40, 64};
-  CHECK_THROWS_AS(scale_group_ends("offs", ends, 32, 70), UsageError);
+  CHECK_THROWS_AS(scale_group_ends("offs", ends, 32, 70), IndexValuesError);
   std::vector<int32_t> fine = {32, 64, 70};
   CHECK(scale_group_ends("offs", fine, 32, 70) == std::vector<int64_t>{1, 2, 3});
   CHECK_THROWS_WITH_AS(scale_group_ends("offs", ends, 32, 70), doctest::Contains("offsets 'offs'"), UsageError);
