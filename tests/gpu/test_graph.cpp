@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/check.hpp"
+#include "runtime/compile.hpp"
 #include "runtime/graph.hpp"
 
 using namespace mxjit;
@@ -114,6 +115,16 @@ TEST_CASE("a Kernel launch captured into a Graph replays bit-exact (MXFP8, NVFP4
     auto s = nvfp4_scale(amax(blocks(x, 1, 16)), Nvfp4Convention::te);
     Pipeline p = pipeline({output("q", cast(e2m1, x / s)), output("s", s, layout::blocked_128x4())});
     check_replay(p, {96, 160}, 7);
+  }
+  {
+    // Whole columns of 9000 rows: a cluster of 16 CTAs chosen at launch, past the portable 8, so
+    // the captured launch opts into the non-portable size (a function attribute) during capture.
+    auto x = input("x", DType::bf16, rank(2));
+    auto s = e8m0_scale(amax(blocks(x, 0, kWholeAxis)), e4m3, ScaleRule::rceil);
+    Pipeline p = pipeline({output("q", cast(e4m3, x / s)), output("s", s)});
+    const detail::Plan plan = detail::make_plan(p, current_target(), detail::contiguous_stride_class(p, {9000, 64}));
+    if (current_target().max_cluster() >= 16) CHECK(plan.launch({9000, 64}, 0).cluster == 16u);
+    check_replay(p, {9000, 64}, 8);
   }
 }
 
