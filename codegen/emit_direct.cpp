@@ -534,7 +534,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   if (any_values && pure) {
     // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
     // the full-chunk path has no per-element branches.
-    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const int c = cc + e;\n      (void)c;\n" + body + "    }\n";
+    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n" + std::string(uses(body, "c") ? "      const int c = cc + e;\n" : "") + body + "    }\n";
     if (!bare)
       x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
   } else if (any_values) {

@@ -173,11 +173,13 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
   x.out += fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const mx_i64 ix = r + b + u;\n", B,
                        f32 ? 8 : 4, B);
   x.out += loads_row() + "    }\n";
-  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const mx_i64 ix{} = r + b + u;\n      (void)ix{};\n", B, ar, ar);
+  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", B);
+  const size_t row_at = x.out.size();
   x.out += row_values("      ");
   // Within 64 registers the multipliers come from shared memory row by row (8 fewer live).
   if (tight) x.out += "      float mult0[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
   emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); }, "      ", true);
+  insert_used(x.out, row_at, {{fmt::format("ix{}", ar), fmt::format("      const mx_i64 ix{} = r + b + u;\n", ar)}});
   x.out += "      cw[b + u][0] = wd[0];\n      cw[b + u][1] = wd[1];\n    }\n    }\n";
   x.out += fmt::format("    // 4 x 4 byte transposes: run[e][h] = column e's codes of rows 4h .. 4h+3.\n    mx_u32 run[8][{}];\n", H);
   x.out += fmt::format("#pragma unroll\n    for (int h = 0; h < {}; ++h) {{\n#pragma unroll\n      for (int k = 0; k < 2; ++k) {{\n", H);
@@ -358,8 +360,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     else l += fmt::format("{}{}(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", in, unpack_fn(dt), k);
     // eval is indented for `in` = 6 spaces.
     const std::string ev = in.size() == 6 ? eval : indent_lines(eval, std::string(in.size() - 6, ' '), true);
-    l += fmt::format("{0}float val[8];\n#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{0}  const mx_i64 c = c0 + e;\n{0}  (void)c;\n{1}{0}  val[e] = {2};\n{0}}}\n",
-                     in, ev, v);
+    l += fmt::format("{0}float val[8];\n#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{3}{1}{0}  val[e] = {2};\n{0}}}\n", in, ev, v,
+                     uses(ev + v, "c") ? in + "  const mx_i64 c = c0 + e;\n" : "");
     return l;
   };
   auto unpack = [&](const std::string& end) {
@@ -425,8 +427,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   if (pk >= 0) {
     p1 += fmt::format("#pragma unroll\n      for (int j = 0; j < 4; ++j) pm[j] = {}(pm[j], w[0][j] & 0x7fff7fffu);\n", pmax);
   } else {
-    p1 += fmt::format("      const int u = 0;\n      const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n      (void){};\n", ix, RL, ix);
-    p1 += row_values("      ") + fold_values();
+    std::string body = row_values("      ") + fold_values();
+    insert_used(body, 0, {{ix, fmt::format("      const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n", ix, RL)}});
+    p1 += "      const int u = 0;\n" + body;
   }
   p1 += "    }\n  }\n";
 
@@ -512,9 +515,11 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     x.out += fmt::format("      const mx_v16* d = cache + rl * {} + {};\n#pragma unroll {}\n", TCW, times("tc", NW / 4), CU);
     x.out += fmt::format("      for (int i = 0; i < n_cached; ++i, d += {}, ob += {} * os_r) {{\n", RL * TCW, RL);
     x.out += fmt::format("        mx_u32 w[1][{}];\n", NW) + cache_words("d", "        ");
-    x.out += fmt::format("        const int u = 0;\n        const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n        (void){};\n", ix, RL, ix);
+    x.out += "        const int u = 0;\n";
+    const size_t row_at = x.out.size();
     x.out += row_values("        ");
     encode_store("ob", "        ");
+    insert_used(x.out, row_at, {{ix, fmt::format("        const mx_i64 {} = row_s + rl + mx_i64(i) * {};\n", ix, RL)}});
     x.out += "      }\n";
     x.out += fmt::format("      if (n_cached > 0) r2 += mx_i64(n_cached) * {};\n", RL);
     // The uncached rows (ob is at row r2 now), U at a time.

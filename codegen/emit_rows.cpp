@@ -137,7 +137,8 @@ void emit_values(Ctx& x, const std::string& ind, const std::string& a, const std
   if (register_roots(x)) {
     // Every leaf a register (+0 past the line): all 8 values without branches, then the ones past
     // the line masked unless the roots are the inputs themselves.
-    x.out += fmt::format("{0}#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{0}  const int c = cc + e;\n{0}  (void)c;\n", ind) + body + ind + "}\n";
+    x.out += fmt::format("{0}#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n", ind) +
+             (uses(body, "c") ? fmt::format("{}  const int c = cc + e;\n", ind) : "") + body + ind + "}\n";
     if (!bare_roots(x))
       x.out += fmt::format("{0}if (!(okl && cc + 8 <= n_c))\n{0}  for (int e = 0; e < 8; ++e) if (!(okl && cc + e < n_c)) {{ {1}}}\n", ind, zero);
     return;

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_floor_bf16_fa25b32c
-// generator mxjit-gen-30  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-31  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(1,32) q:row_major s:linear
 // pipeline hash b0d8d425b4240104165a4b62ed1c9caa
 // plan
@@ -129,8 +129,6 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
       const bool full = ok[u] && cc + 8 <= n_c;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const int c = cc + e;
-        (void)c;
         const float t0 = x0[e];
         v0[e] = t0;
       }
@@ -180,8 +178,6 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
       const bool full = ok[u] && cc + 8 <= n_c;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const int c = cc + e;
-        (void)c;
         const float t0 = x0[e];
         v0[e] = t0;
       }

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_89efbcd6
-// generator mxjit-gen-30  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-31  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:blocked128x4
 // pipeline hash 8159b9a3840e9498842013ac489d3017
 // plan
@@ -80,8 +80,6 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
     const bool full = ok[u] && cc + 8 <= n_c;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      const int c = cc + e;
-      (void)c;
       const float t0 = x0[e];
       v0[e] = t0;
     }

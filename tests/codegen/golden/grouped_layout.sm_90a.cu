@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_cbd0f0b1
-// generator mxjit-gen-30  target sm_90a  stride class sc(1a,0)
+// generator mxjit-gen-31  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
@@ -86,8 +86,6 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
     const bool full = ok[u] && cc + 8 <= n_c;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      const int c = cc + e;
-      (void)c;
       const float t0 = x0[e];
       v0[e] = t0;
     }

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_jagged_groups_e4m3_fp32_bf16_379d6c83
-// generator mxjit-gen-30  target sm_100a  stride class sc(1a,0)
+// generator mxjit-gen-31  target sm_100a  stride class sc(1a,0)
 // pipeline bf16[2] -> fp8.e4m3 groups(0,offs) q:row_major s:linear
 // pipeline hash 87ed1c9436b41b83753a60d144310026
 // plan
@@ -184,15 +184,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
         mx_u32 w[1][4];
         { const mx_v16 v = d[0]; w[0][0] = v.x; w[0][1] = v.y; w[0][2] = v.z; w[0][3] = v.w; }
         const int u = 0;
-        const mx_i64 ix0 = row_s + rl + mx_i64(i) * 32;
-        (void)ix0;
         float x0[8];
         mx_unpack_bf16x8(mx_v16{w[u][0], w[u][1], w[u][2], w[u][3]}, x0);
         float val[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          const mx_i64 c = c0 + e;
-          (void)c;
           const float t0 = x0[e];
           val[e] = t0;
         }
@@ -237,8 +233,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
           float val[8];
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
-            const mx_i64 c = c0 + e;
-            (void)c;
             const float t0 = x0[e];
             val[e] = t0;
           }
@@ -289,8 +283,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_jagged_groups_e4m3_fp
       float val[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const mx_i64 c = c0 + e;
-        (void)c;
         const float t0 = x0[e];
         val[e] = t0;
       }

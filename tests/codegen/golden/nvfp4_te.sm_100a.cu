@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_nvfp4_bf16_c46edd8a
-// generator mxjit-gen-30  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-31  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> nvfp4 te blocks(1,16) q:row_major s:blocked128x4
 // pipeline hash 5b24155305468c5470736d7bbbf2da0d
 // plan
@@ -89,8 +89,6 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_nvfp
     const bool full = ok[u] && cc + 8 <= n_c;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      const int c = cc + e;
-      (void)c;
       const float t0 = x0[e];
       v0[e] = t0;
     }
