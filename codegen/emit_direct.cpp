@@ -60,7 +60,8 @@ bool owner_stores(const Ctx& x, int o);
 // Whether a scales output of scale s is stored in phase 2 (not by the owners of emit_scatter_scales).
 bool phase2_stores(const Ctx& x, int s) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
-    if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == s && !owner_stores(x, o)) return true;
+    if (x.p.outputs()[size_t(o)].kind == OutputKind::scales && x.v.output_index[size_t(o)] == s && !owner_stores(x, o))
+      return true;
   return false;
 }
 
@@ -534,7 +535,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   if (any_values && pure) {
     // Values from registers for every element (tails hold zeros), then out-of-range ones masked:
     // the full-chunk path has no per-element branches.
-    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n" + std::string(uses(body, "c") ? "      const int c = cc + e;\n" : "") + body + "    }\n";
+    x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n" +
+             std::string(uses(body, "c") ? "      const int c = cc + e;\n" : "") + body + "    }\n";
     if (!bare)
       x.out += "    if (!full) {\n#pragma unroll\n      for (int e = 0; e < 8; ++e) if (!(ok[u] && cc + e < n_c)) { " + zero + "}\n    }\n";
   } else if (any_values) {

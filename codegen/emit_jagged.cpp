@@ -360,8 +360,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     else l += fmt::format("{}{}(mx_v16{{w[u][0], w[u][1], w[u][2], w[u][3]}}, x{});\n", in, unpack_fn(dt), k);
     // eval is indented for `in` = 6 spaces.
     const std::string ev = in.size() == 6 ? eval : indent_lines(eval, std::string(in.size() - 6, ' '), true);
-    l += fmt::format("{0}float val[8];\n#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{3}{1}{0}  val[e] = {2};\n{0}}}\n", in, ev, v,
-                     uses(ev + v, "c") ? in + "  const mx_i64 c = c0 + e;\n" : "");
+    l += fmt::format(
+        "{0}float val[8];\n#pragma unroll\n{0}for (int e = 0; e < 8; ++e) {{\n{3}{1}{0}  val[e] = {2};\n{0}}}\n", in,
+        ev, v, uses(ev + v, "c") ? in + "  const mx_i64 c = c0 + e;\n" : "");
     return l;
   };
   auto unpack = [&](const std::string& end) {

@@ -321,8 +321,8 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   if (j.cluster > 1 && target.max_cluster() == 1)
     throw UsageError(fmt::format("schedule: cluster {} needs thread-block clusters (sm_90 or later; target {})", j.cluster, target.arch));
   if (j.cluster > target.max_cluster())
-    throw UsageError(fmt::format("schedule: cluster {} exceeds the {} CTAs a thread-block cluster holds on {}", j.cluster,
-                                 target.max_cluster(), target.arch));
+    throw UsageError(fmt::format("schedule: cluster {} exceeds the {} CTAs a thread-block cluster holds on {}",
+                                 j.cluster, target.max_cluster(), target.arch));
   if (j.cols_per_cta != 32 && j.cols_per_cta != 64 && j.cols_per_cta != 128 && j.cols_per_cta != 256)
     throw UsageError(fmt::format("schedule: tile_cols {} of the jagged kernel must be 32, 64, 128 or 256", j.cols_per_cta));
   if (plan.threads % 32 || plan.threads < j.cols_per_cta / 8 || plan.threads > 1024 || j.rows_in_flight < 1 || j.rows_in_flight > 16 ||

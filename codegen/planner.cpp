@@ -123,8 +123,10 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     const bool lanes = !vec && lead >= 0 && lead < int(sc.unit_axis.size()) && sc.unit_axis[size_t(lead)] == plan.ax_r;
     plan.kernel = plan_jagged(p, v, plan, fit_schedule(schedule, KernelKind::jagged, vec, fit), target, vec, lanes);
     if (std::get<JaggedPlan>(plan.kernel).cluster > 8)
-      throw UsageError(fmt::format("schedule {}: a cluster of more than 8 CTAs applies to whole axes only (the rows kernel's across "
-                                   "form, which chooses its cluster at launch), not to jagged groups", schedule.str()));
+      throw UsageError(
+          fmt::format("schedule {}: a cluster of more than 8 CTAs applies to whole axes only (the rows kernel's across "
+                      "form, which chooses its cluster at launch), not to jagged groups",
+                      schedule.str()));
     return plan;
   }
   for (size_t i = 0; i < p.outputs().size(); ++i)

@@ -81,9 +81,10 @@ std::vector<int64_t> scale_group_ends(const std::string& name, std::span<const i
   for (size_t g = 0; g < ends.size(); ++g) {
     const int64_t e = ends[g];
     if (e % block != 0 && e != extent)
-      throw IndexValuesError(fmt::format("offsets '{}': group end [{}] = {} is neither a multiple of the block size {} "
-                                   "nor the extent {}; a block of the grouped axis would straddle two groups",
-                                   name, g, e, block, extent));
+      throw IndexValuesError(
+          fmt::format("offsets '{}': group end [{}] = {} is neither a multiple of the block size {} "
+                      "nor the extent {}; a block of the grouped axis would straddle two groups",
+                      name, g, e, block, extent));
     out[g] = ceil_div(e, block);
   }
   return out;

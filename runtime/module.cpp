@@ -94,7 +94,8 @@ void launch_function(void* function, Dim3 grid, Dim3 block, unsigned smem_bytes,
   }
   // Past the portable 8 CTAs (sm_90/sm_100 allow 16) a cluster launch must be opted into.
   if (cluster > 8)
-    d.check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cuFuncSetAttribute (non-portable cluster size)");
+    d.check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cuFuncSetAttribute (non-portable cluster size)");
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.clusterDim.x = cluster;

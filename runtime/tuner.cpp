@@ -77,7 +77,8 @@ std::vector<Schedule> schedule_candidates(const Pipeline& p, const Target& t, co
           for (int k : {2, 4, 8, 16})
             if (k <= t.max_cluster()) {
               add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .cluster = k});
-              add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .rows_per_thread = 8, .cluster = k});  // column-major runs
+              // Column-major codes: runs of 8 rows (refused for row-major codes).
+              add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .rows_per_thread = 8, .cluster = k});
             }
         }
     } else {

@@ -33,21 +33,22 @@ void validate_group_ends(const std::string& name, std::span<const int32_t> ends,
   int64_t prev = 0;
   for (size_t g = 0; g < ends.size(); ++g) {
     if (ends[g] < prev)
-      throw IndexValuesError(fmt::format("offsets '{}': group end [{}] = {} is below the previous end {}; group ends "
-                                   "must be non-decreasing and >= 0",
-                                   name, g, ends[g], prev));
+      throw IndexValuesError(
+          fmt::format("offsets '{}': group end [{}] = {} is below the previous end {}; group ends "
+                      "must be non-decreasing and >= 0",
+                      name, g, ends[g], prev));
     prev = ends[g];
   }
   if (prev > extent)
-    throw IndexValuesError(fmt::format("offsets '{}': the last group end {} exceeds the grouped axis extent {}", name,
-                                 prev, extent));
+    throw IndexValuesError(
+        fmt::format("offsets '{}': the last group end {} exceeds the grouped axis extent {}", name, prev, extent));
 }
 
 void validate_counts(const std::string& name, std::span<const int32_t> counts, int64_t extent) {
   for (size_t i = 0; i < counts.size(); ++i)
     if (counts[i] < 0 || counts[i] > extent)
-      throw IndexValuesError(fmt::format("counts '{}': count [{}] = {} is outside [0, {}] (the masked axis' extent)", name, i,
-                                   counts[i], extent));
+      throw IndexValuesError(fmt::format("counts '{}': count [{}] = {} is outside [0, {}] (the masked axis' extent)",
+                                         name, i, counts[i], extent));
 }
 
 BlockPartition partition(const BlockSpec& spec, std::span<const int64_t> domain, std::span<const int32_t> ends) {

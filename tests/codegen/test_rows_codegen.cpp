@@ -81,7 +81,7 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
     CHECK(ln.grid[0] == 2u * ln.cluster);
     CHECK((ln.cluster == 1 || ln.cluster == 2 || ln.cluster == 4 || ln.cluster == 8 || ln.cluster == 16));
     auto part = [&](int64_t k) { return ((n + k - 1) / k + 15) / 16 * 16; };
-    CHECK((part(ln.cluster) <= cached || ln.cluster == 16));  // the parts fit the cache, or the most CTAs
+    CHECK((part(ln.cluster) <= cached || ln.cluster == 16));   // the parts fit the cache, or the most CTAs
     if (ln.cluster > 1) CHECK(part(ln.cluster / 2) > cached);  // and no fewer CTAs would
   }
   CHECK(p3.launch({4, 512, 96}, 0).cluster == 1u);  // short axes: one CTA per tile
@@ -126,12 +126,17 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   CHECK(t3f.ctas_per_sm == 2);
   // sm_120 clusters hold 8 CTAs, sm_89 none: the default fits the target, a schedule past it is refused.
   CHECK(make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_120a"), unit_along(1)).rows().columns->cluster == 8);
-  CHECK(usage_message([&] { make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_120a"), unit_along(1), Schedule::parse("tune(cluster=16)")); })
-            .find("cluster 16 exceeds the 8 CTAs a thread-block cluster holds on sm_120a") != std::string::npos);
-  CHECK(usage_message([&] { make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_89"), unit_along(1), Schedule::parse("tune(cluster=2)")); })
-            .find("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)") != std::string::npos);
+  CHECK(usage_message([&] {
+          make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_120a"), unit_along(1),
+                    Schedule::parse("tune(cluster=16)"));
+        }).find("cluster 16 exceeds the 8 CTAs a thread-block cluster holds on sm_120a") != std::string::npos);
+  CHECK(usage_message([&] {
+          make_plan(rowwise(DType::bf16, 3, 2), Target::parse("sm_89"), unit_along(1),
+                    Schedule::parse("tune(cluster=2)"));
+        }).find("cluster 2 needs thread-block clusters (sm_90 or later; target sm_89)") != std::string::npos);
   // A schedule's cluster past the portable 8 is chosen at launch too (the launch opts into it).
-  const Plan c16 = make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1), Schedule::parse("tune(cluster=16, ctas_per_sm=2)"));
+  const Plan c16 =
+      make_plan(rowwise(DType::bf16, 2, 0), t, unit_along(1), Schedule::parse("tune(cluster=16, ctas_per_sm=2)"));
   CHECK(c16.rows().columns->cluster_at_launch);
   CHECK(c16.launch({16384, 5120}, 0).cluster == 16u);
   for (DType dt : {DType::bf16, DType::f32}) {

@@ -149,17 +149,17 @@ TEST_CASE("executor: jagged groups of sizes 0, 1, 31, 33, 1000 (per-group per-co
   for (int64_t i = 0; i < 65 * C; ++i) CHECK(o2[0].u8()[i] == o[0].u8()[i]);
   // invalid offsets: IndexValuesError (values a GPU kernel trusts), a kind of UsageError
   std::vector<int32_t> bad = {0, 40, 32, 65, 1065};
-  CHECK_THROWS_AS(run_reference(p, {f32_view(a, {R, C}), TensorView::contiguous(bad.data(), DType::i32, {5})},
-                                {R, C}, 5),
-                  IndexValuesError);
+  CHECK_THROWS_AS(
+      run_reference(p, {f32_view(a, {R, C}), TensorView::contiguous(bad.data(), DType::i32, {5})}, {R, C}, 5),
+      IndexValuesError);
   std::vector<int32_t> over = {0, 1, 32, 65, 1066};
-  CHECK_THROWS_AS(run_reference(p, {f32_view(a, {R, C}), TensorView::contiguous(over.data(), DType::i32, {5})},
-                                {R, C}, 5),
-                  IndexValuesError);
+  CHECK_THROWS_AS(
+      run_reference(p, {f32_view(a, {R, C}), TensorView::contiguous(over.data(), DType::i32, {5})}, {R, C}, 5),
+      IndexValuesError);
   std::vector<int32_t> neg = {-1, 1, 32, 65, 1065};
-  CHECK_THROWS_AS(run_reference(p, {f32_view(a, {R, C}), TensorView::contiguous(neg.data(), DType::i32, {5})},
-                                {R, C}, 5),
-                  IndexValuesError);
+  CHECK_THROWS_AS(
+      run_reference(p, {f32_view(a, {R, C}), TensorView::contiguous(neg.data(), DType::i32, {5})}, {R, C}, 5),
+      IndexValuesError);
 }
 
 TEST_CASE("executor: blocked_128x4 scales equal the linear scales placed by the formula, padding 0") {
