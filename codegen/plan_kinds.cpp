@@ -370,9 +370,9 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
           js.ctas_per_sm = 2;
         } else if (c16) {
           js.cluster = 16;
-          js.tile_cols = 64;
           js.ctas_per_sm = 3;
-          js.rows_per_thread = 8;
+          if (!js.tile_cols) js.tile_cols = 64;  // a schedule's own fields stand
+          if (!js.rows_per_thread) js.rows_per_thread = 8;
         }
       }
       r.columns = plan_jagged(p, v, cp, js, target, true);

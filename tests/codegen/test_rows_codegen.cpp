@@ -119,6 +119,14 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
   CHECK(t3.rows().columns->cached_rows >= 8192 / 16);  // every row of an 8192-long axis cached
   CHECK(t3.launch({16, 5120, 8192}, 0).cluster == 16u);
   CHECK(t3.launch({16, 5120, 512}, 0).cluster == 1u);
+  // A schedule naming some fields keeps them; the defaults fill the rest.
+  const Plan t3w = make_plan(rowwise(DType::bf16, 3, 2), t, unit_along(1), Schedule::parse("tune(tile_cols=32)"));
+  CHECK(t3w.rows().columns->cols_per_cta == 32);
+  CHECK(t3w.rows().columns->run_rows == 8);
+  CHECK(t3w.rows().columns->cluster == 16);
+  const Plan t3r = make_plan(rowwise(DType::bf16, 3, 2), t, unit_along(1), Schedule::parse("tune(tile_cols=64, rows_per_thread=16)"));
+  CHECK(t3r.rows().columns->run_rows == 16);
+  CHECK(t3r.rows().columns->cols_per_cta == 64);
   // FP32 lines keep 32 lines per CTA, 2 per SM, clusters of up to 8.
   const Plan t3f = make_plan(rowwise(DType::f32, 3, 2), t, unit_along(1));
   CHECK(t3f.rows().columns->cluster == 8);
