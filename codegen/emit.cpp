@@ -19,7 +19,7 @@ void emit_prologue(Ctx& x) {
   const TiledPlan& tp = pl.tiled();
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads,
                        pl.ctas_per_sm, pl.kernel_name);
-  x.out += tamax_decl(x);
+  emit_tamax(x);
   x.out += "  extern __shared__ float4 mx_smem4[];\n  float* const mx_smem = reinterpret_cast<float*>(mx_smem4);\n";
   int64_t off = 0;
   const int64_t tile_floats = int64_t(tp.tile_rows) * tp.row_stride;
@@ -36,16 +36,19 @@ void emit_prologue(Ctx& x) {
   // 32-bit decomposition: the launcher keeps the grid (tiles x batch) below 2^31.
   x.out += "  unsigned t = blockIdx.x;\n";
   x.out += "  const mx_i64 tc = t % unsigned(P.tiles_c); t /= unsigned(P.tiles_c);\n";
-  x.out += "  const mx_i64 tr = t % unsigned(P.tiles_r); t /= unsigned(P.tiles_r);\n";
+  // The tile's rows, where the kernel reads them.
+  defer_decls(x, {{"tr", "  const mx_i64 tr = t % unsigned(P.tiles_r);\n"},
+                  {"r0", fmt::format("  const mx_i64 r0 = {};\n", times("tr", tp.tile_rows))},
+                  {"nr", pl.ax_r >= 0
+                             ? fmt::format("  const int nr = int(P.shape[{0}] - r0 < {1} ? P.shape[{0}] - r0 : {1});\n",
+                                           pl.ax_r, tp.tile_rows)
+                             : "  const int nr = 1;\n"}});
+  if (!pl.batch_axes.empty()) x.out += "  t /= unsigned(P.tiles_r);\n";
   for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
     x.out += fmt::format("  const mx_i64 bi{0} = t % unsigned(P.shape[{0}]); t /= unsigned(P.shape[{0}]);\n", *it);
-  x.out += fmt::format("  const mx_i64 r0 = tr * {}, c0 = tc * {};\n", tp.tile_rows, tp.tile_cols);
-  if (pl.ax_r >= 0)
-    x.out += fmt::format("  const int nr = int(P.shape[{0}] - r0 < {1} ? P.shape[{0}] - r0 : {1});\n", pl.ax_r, tp.tile_rows);
-  else
-    x.out += "  const int nr = 1;\n";
-  x.out += fmt::format("  const int nc = int(P.shape[{0}] - c0 < {1} ? P.shape[{0}] - c0 : {1});\n", pl.ax_c, tp.tile_cols);
-  x.out += "  (void)nr; (void)r0;\n";
+  x.out += fmt::format("  const mx_i64 c0 = {};\n", times("tc", tp.tile_cols));
+  x.out +=
+      fmt::format("  const int nc = int(P.shape[{0}] - c0 < {1} ? P.shape[{0}] - c0 : {1});\n", pl.ax_c, tp.tile_cols);
 }
 
 // Phase 1: every value tile from the inputs, 16-byte loads along ax_c where the class allows.
@@ -444,6 +447,7 @@ GeneratedKernel generate(const Pipeline& p, const Target& target, const StrideCl
       }
       x.out += "}\n";
   }
+  finish_decls(x);
   return GeneratedKernel{std::move(x.out), plan.kernel_name, plan.kernel_name + ".cu", kernel_headers(p), plan};
 }
 

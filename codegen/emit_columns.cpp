@@ -421,9 +421,9 @@ std::string tile_coords(const Ctx& x, const std::string& t, const std::string& i
   for (auto it = pl.batch_axes.rbegin(); it != pl.batch_axes.rend(); ++it)
     o += fmt::format("{0}const mx_i64 bi{1} = t_ % unsigned(P.shape[{1}]); t_ /= unsigned(P.shape[{1}]);\n", ind, *it);
   o += fmt::format("{0}const int t_r0 = tr * {1}, t_c0 = tc * {2};  // the tile's origin\n", ind, cols(x).tile_rows, cols(x).tile_cols);
-  o += fmt::format("{0}const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+{1}, columns c0 .. c0+7\n",
-                   ind, cols(x).rows_per_thread - 1);
-  o += fmt::format("{}(void)t_; (void)t_r0; (void)t_c0;\n", ind);
+  o += fmt::format(
+      "{0}const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+{1}, columns c0 .. c0+7\n",
+      ind, cols(x).rows_per_thread - 1);
   return o;
 }
 
@@ -523,8 +523,8 @@ void emit_columns_kernel(Ctx& x) {
   } else {
     x.out += tile_coords(x, "blockIdx.x", ind);
   }
-  x.out += fmt::format("{0}const bool rows_full = r0 + {1} <= n_r, cols_full = c0 + {2} <= n_c;\n{0}(void)rows_full; (void)cols_full;\n",
-                       ind, kRows, kCols);
+  defer_decls(x, {{"rows_full", fmt::format("{}const bool rows_full = r0 + {} <= n_r;\n", ind, kRows)},
+                  {"cols_full", fmt::format("{}const bool cols_full = c0 + {} <= n_c;\n", ind, kCols)}});
   // The fast path: every thread of the warp has whole tiles and every code store is aligned
   // (warp-uniform: both paths shuffle across the warp).
   const std::string fast = "rows_full && cols_full && " + codes_aligned(x);

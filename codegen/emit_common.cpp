@@ -271,7 +271,7 @@ std::string scale_from_amax(const NodePtr& sn, const std::string& in, const std:
       break;
     case ScaleFormat::e4m3:
       // NVFP4 (docs/design.md §4), bit-exact to each convention; mx_tamax is the pre-pass tensor amax.
-      // The per-tensor factors come from tamax_decl (once per thread, not per block).
+      // The per-tensor factors come from emit_tamax (once per thread, not per block).
       o += "{\n  const float a = mx_float(m);\n";
       if (sn->convention == Nvfp4Convention::te) {
         o += "  byte = mx_e4m3_rne(a * mx_s_enc6);\n";
@@ -304,8 +304,15 @@ std::string scale_var_decls(const Node& sn, bool stored, bool mult, bool flag) {
 
 bool uses(const std::string& code, const std::string& name, size_t from) {
   const auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  const auto in_comment = [&](size_t p) {
+    const size_t line = code.rfind('\n', p);
+    const size_t slashes = code.find("//", line == std::string::npos ? 0 : line + 1);
+    return slashes < p;
+  };
   for (size_t p = code.find(name, from); p != std::string::npos; p = code.find(name, p + 1))
-    if ((p == 0 || !ident(code[p - 1])) && (p + name.size() == code.size() || !ident(code[p + name.size()]))) return true;
+    if ((p == 0 || !ident(code[p - 1])) && (p + name.size() == code.size() || !ident(code[p + name.size()])) &&
+        !in_comment(p))
+      return true;
   return false;
 }
 
@@ -314,6 +321,26 @@ void insert_used(std::string& code, size_t at, const std::vector<Decl>& decls) {
   for (auto d = decls.rbegin(); d != decls.rend(); ++d)
     if (uses(code, d->name, at) || uses(ins, d->name)) ins.insert(0, d->statement);
   code.insert(at, ins);
+}
+
+namespace {
+std::string defer_marker(size_t k) { return fmt::format("\x01{}\x01", k); }
+}  // namespace
+
+void defer_decls(Ctx& x, std::vector<Decl> decls) {
+  x.out += defer_marker(x.deferred.size());
+  x.deferred.push_back(std::move(decls));
+}
+
+void finish_decls(Ctx& x) {
+  for (size_t k = x.deferred.size(); k-- > 0;) {
+    const std::string m = defer_marker(k);
+    const size_t at = x.out.find(m);
+    if (at == std::string::npos) throw Error(fmt::format("mxjit internal: declaration marker {} is missing", k));
+    x.out.erase(at, m.size());
+    insert_used(x.out, at, x.deferred[k]);
+  }
+  x.deferred.clear();
 }
 
 bool scale_stored(const Ctx& x, int s) {
@@ -559,34 +586,36 @@ namespace mxjit::detail {
 
 std::string mult_table(int s) { return fmt::format("mx_mult{}", s); }
 
-std::string tamax_decl(const Ctx& x, bool tables) {
-  std::string o;
-  for (const NodePtr& sn : x.v.scales)
-    if (nvfp4(*sn)) {
-      // Both conventions' per-tensor factors (docs/design.md §4), as scale_from_amax uses them: TE's
-      // encode scale s_enc = 2688 / amax (1 for amax 0, FLT_MAX for an infinite quotient), with
-      // s_enc / 6 and 1 / s_enc; torchao's per_tensor = amax / 2688 and its reciprocal.
-      o = "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n"
-          "  float mx_s_enc = mx_tamax == 0.0f ? 1.0f : 2688.0f / mx_tamax;\n"
-          "  if (mx_bits(mx_s_enc) == 0x7f800000u) mx_s_enc = mx_float(0x7f7fffffu);\n" +
-          fmt::format("  const float mx_s_enc6 = mx_s_enc * {}, mx_s_dec = 1.0f / mx_s_enc;\n", float_literal(1.0 / 6.0)) +
-          "  const float mx_per_tensor = mx_tamax / 2688.0f, mx_per_tensor_inv = 1.0f / mx_per_tensor;\n"
-          "  (void)mx_s_enc6; (void)mx_s_dec; (void)mx_per_tensor; (void)mx_per_tensor_inv;\n";
-      break;
-    }
-  bool any_table = false;  // for the scales that codes are cast with
-  for (int s = 0; s < int(x.v.scales.size()); ++s) any_table = any_table || (nvfp4(*x.v.scales[size_t(s)]) && scale_coded(x, s));
-  if (o.empty() || !tables || !any_table) return o;
+void emit_tamax(Ctx& x, bool tables) {
+  bool any = false, any_table = false;  // any_table: for the scales that codes are cast with
+  for (int s = 0; s < int(x.v.scales.size()); ++s) {
+    any = any || nvfp4(*x.v.scales[size_t(s)]);
+    any_table = any_table || (nvfp4(*x.v.scales[size_t(s)]) && scale_coded(x, s));
+  }
+  if (!any) return;
+  // Both conventions' per-tensor factors (docs/design.md §4), as scale_from_amax uses them: TE's
+  // encode scale s_enc = 2688 / amax (1 for amax 0, FLT_MAX for an infinite quotient), with
+  // s_enc / 6 and 1 / s_enc; torchao's per_tensor = amax / 2688 and its reciprocal.
+  x.out += "  const float mx_tamax = *static_cast<const float*>(P.aux);  // NVFP4 tensor amax (pre-pass)\n";
+  defer_decls(x, {{"mx_s_enc",
+                   "  float mx_s_enc = mx_tamax == 0.0f ? 1.0f : 2688.0f / mx_tamax;\n"
+                   "  if (mx_bits(mx_s_enc) == 0x7f800000u) mx_s_enc = mx_float(0x7f7fffffu);\n"},
+                  {"mx_s_enc6", fmt::format("  const float mx_s_enc6 = mx_s_enc * {};\n", float_literal(1.0 / 6.0))},
+                  {"mx_s_dec", "  const float mx_s_dec = 1.0f / mx_s_enc;\n"},
+                  {"mx_per_tensor", "  const float mx_per_tensor = mx_tamax / 2688.0f;\n"},
+                  {"mx_per_tensor_inv", "  const float mx_per_tensor_inv = 1.0f / mx_per_tensor;\n"}});
+  if (!tables || !any_table) return;
   // The multiplier depends on the block only through its E4M3 byte: 256 values per tensor, where
   // each block computed a decode, a multiply and a correctly rounded division (the issue-bound
   // NVFP4 cast's scale work) before.
   for (int s = 0; s < int(x.v.scales.size()); ++s) {
     const NodePtr& sn = x.v.scales[size_t(s)];
     if (!nvfp4(*sn) || !scale_coded(x, s)) continue;
-    o += fmt::format("  __shared__ float {}[256];  // scale {}'s multiplier of each E4M3 byte\n", mult_table(s), s);
-    o += fmt::format("  for (int i = threadIdx.x; i < 256; i += blockDim.x) {}", nvfp4_mult(sn, "mx_u32(i)", mult_table(s) + "[i] ="));
+    x.out += fmt::format("  __shared__ float {}[256];  // scale {}'s multiplier of each E4M3 byte\n", mult_table(s), s);
+    x.out += fmt::format("  for (int i = threadIdx.x; i < 256; i += blockDim.x) {}",
+                         nvfp4_mult(sn, "mx_u32(i)", mult_table(s) + "[i] ="));
   }
-  return o + "  __syncthreads();\n";
+  x.out += "  __syncthreads();\n";
 }
 
 }  // namespace mxjit::detail
@@ -621,7 +650,7 @@ void emit_tile_scales(Ctx& x, int o) {
   // A whole tile (checked before the last tiles grow over a blocked layout's padding below).
   const auto [tile_r, tile_c] = pl.tile();
   const int64_t full_r = pl.ax_r >= 0 ? tile_r / br : 1, full_c = tile_c / bc;
-  x.out += fmt::format("    const bool whole = nsr == {} && nsc == {};\n    (void)whole;\n", full_r, full_c);
+  const size_t whole_at = x.out.size();
   int row_axis = -1, col_axis = -1, atom_r = 1, atom_c = 1;
   if (mxjit::detail::is_blocked(out.layout)) {
     auto [ra, ca] = blocked_axes(b, pl.rank);
@@ -648,15 +677,17 @@ void emit_tile_scales(Ctx& x, int o) {
     return fmt::format("bi{}", a);
   };
   // Where scale (gr, gc) goes: an offset from P.out[o] in scale elements.
-  std::string offset, frame;
+  std::string offset;
+  std::vector<Decl> frame;
   if (mxjit::detail::is_blocked(out.layout)) {
     std::string bexpr = "0";
     for (int a = 0; a < pl.rank; ++a)
       if (a != row_axis && a != col_axis) bexpr = fmt::format("({}) * P.out_shape[{}][{}] + bi{}", bexpr, o, a, a);
     // 32-bit in-batch offsets (the launcher refuses blocked scale tensors of 4 GiB or more).
     if (!out.layout.grouped())  // grouped layouts place their scales by grouped_scale_store
-      frame = fmt::format("    const unsigned nR = unsigned(P.out_shape[{0}][{1}]), Cp = (unsigned(P.out_shape[{0}][{2}]) + {3} - 1) / {3} * {3};\n"
-                        "    (void)nR;\n", o, row_axis, col_axis, atom_c);
+      frame = {{"nR", fmt::format("    const unsigned nR = unsigned(P.out_shape[{}][{}]);\n", o, row_axis)},
+               {"Cp", fmt::format("    const unsigned Cp = (unsigned(P.out_shape[{0}][{1}]) + {2} - 1) / {2} * {2};\n",
+                                  o, col_axis, atom_c)}};
     const std::string base = bexpr == "0" ? "0" : fmt::format("({}) * mx_i64((nR + {} - 1) / {} * {}) * Cp", bexpr, atom_r, atom_r, atom_r);
     offset = fmt::format("{}mx_blocked_offset32<{}, {}>(unsigned({}), unsigned({}), Cp)", base == "0" ? "" : base + " + ", atom_r, atom_c, sidx(row_axis),
                          sidx(col_axis));
@@ -670,7 +701,7 @@ void emit_tile_scales(Ctx& x, int o) {
   } else {
     for (int a = 0; a < pl.rank; ++a) offset += fmt::format("{}{} * P.out_stride[{}][{}]", offset.empty() ? "" : " + ", sidx(a), o, a);
   }
-  x.out += frame;
+  const size_t frame_at = x.out.size();
   const int64_t lb_row = tile_c / bc;  // scales per tile row in shared memory
   // Whole tiles of byte scales: 4 neighbours along the inner axis per thread, one 4-byte store
   // (their bytes are adjacent: unit stride for linear, one atom row for blocked), and the scale
@@ -747,6 +778,10 @@ void emit_tile_scales(Ctx& x, int o) {
   else
     x.out += fmt::format("      if (real) static_cast<{}*>(P.out[{}])[{}] = val;\n", scale_ctype(out.dtype), o, offset);
   x.out += "    }\n  }\n";
+  // Declared where this block reads them (each output's block declares its own).
+  insert_used(x.out, frame_at, frame);
+  insert_used(x.out, whole_at,
+              {{"whole", fmt::format("    const bool whole = nsr == {} && nsc == {};\n", full_r, full_c)}});
 }
 
 namespace {

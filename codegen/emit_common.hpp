@@ -13,6 +13,11 @@
 namespace mxjit::detail {
 
 // Everything the emitter needs to know about the kernel being written.
+/// One declaration that generated code may not need: the name it declares and its statement.
+struct Decl {
+  std::string name, statement;
+};
+
 struct Ctx {
   const Pipeline& p;
   const Target& target;
@@ -22,6 +27,7 @@ struct Ctx {
   std::string out;
   int vec = 8;  // elements per 16-byte load of the lead input
   int scale_words = 0;  // 4-byte tile-scale stores handed out so far (emit_tile_scales rotates threads by it)
+  std::vector<std::vector<Decl>> deferred;  // defer_decls' lists, by marker number
 
   // C expression of the domain index along `axis` for tile-local row `r` and column `c`.
   bool direct = false;  // direct (register) kernels name indices ix<axis>, the column `c`
@@ -114,7 +120,7 @@ std::string leaf_expr(const Ctx& x, const NodePtr& n);
 /// Statements turning `m` (max |x| bits) into flag, mult and byte or sval (byte_scale) for scale
 /// node `sn` (any other than the library recipes: generic_scale_from_amax,
 /// codegen/scale_expr_cuda.hpp). With `mult_table` (an NVFP4 scale whose kernel declared
-/// tamax_decl's tables), the multiplier is read from that per-CTA table instead of being computed
+/// emit_tamax's tables), the multiplier is read from that per-CTA table instead of being computed
 /// per block. Without `stored` (no output stores this scale) an fp32/bf16 scale's sval is not
 /// computed; without `coded` (no codes are cast with it) neither is an E8M0 scale's multiplier.
 std::string scale_from_amax(const NodePtr& sn, const std::string& indent, const std::string& mult_table = {}, bool stored = true,
@@ -125,16 +131,19 @@ bool byte_scale(const Node& sn);
 /// scale_from_amax's declarations: flag (where `flag`), mult (where `mult`), and byte or (where
 /// `stored`) sval (byte_scale).
 std::string scale_var_decls(const Node& sn, bool stored = true, bool mult = true, bool flag = true);
-/// True where `code` (from offset `from`) uses `name` as an identifier.
+/// True where `code` (from offset `from`) uses `name` as an identifier, outside `//` comments.
 bool uses(const std::string& code, const std::string& name, size_t from = 0);
-/// One declaration that generated code may not need: the name it declares and its statement.
-struct Decl {
-  std::string name, statement;
-};
 /// Inserts into `code` at `at`, in order, the statements of those `decls` whose name the code
 /// after `at`, or a kept statement after it in `decls`, uses as an identifier: a kernel declares
 /// only what it reads (NVRTC warns on the rest, and every compile test checks that it does not).
 void insert_used(std::string& code, size_t at, const std::vector<Decl>& decls);
+/// Places `decls` at the current end of `x.out`, to be kept by finish_decls only where the finished
+/// kernel reads them (insert_used): for declarations whose readers are emitted later, in code
+/// that other declarations may still be inserted before (a marker, not an offset, holds the place).
+void defer_decls(Ctx& x, std::vector<Decl> decls);
+/// Resolves every defer_decls marker of `x.out`, last first (a kept statement may read an
+/// earlier list's name).
+void finish_decls(Ctx& x);
 /// True where a scales output stores scale s (someone reads its byte<s> or sval<s>).
 bool scale_stored(const Ctx& x, int s);
 /// True where a codes output is cast with scale s (someone reads its mult<s> and flag<s>).
@@ -154,12 +163,13 @@ std::string stored_scale(const Output& out, const std::string& suffix);
 /// The C type one scale of a scales output of element type `t` is stored as: float (FP32),
 /// mx_u16 (bf16 bits) or mx_u8 (E8M0 / E4M3 bytes).
 const char* scale_ctype(DType t);
-/// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it. With `tables`,
+/// Declares mx_tamax (the NVFP4 pre-pass tensor amax) when a scale needs it, and those of the
+/// two conventions' per-tensor factors the finished kernel reads (defer_decls). With `tables`,
 /// also fills, per CTA, mult_table(s) for each NVFP4 scale s: the multiplier of every E4M3 scale
 /// byte, by the very operations scale_from_amax would run per block (so bit-identical), behind
 /// a __syncthreads: emit it where every thread of the CTA arrives.
-std::string tamax_decl(const Ctx& x, bool tables = false);
-/// The name of scale s's per-CTA multiplier table (see tamax_decl).
+void emit_tamax(Ctx& x, bool tables = false);
+/// The name of scale s's per-CTA multiplier table (see emit_tamax).
 std::string mult_table(int s);
 /// True when an output of `p` has a grouped scale layout (Layout::grouped_blocked_128x4): its
 /// kernel then includes mx_grouped.cuh and carries MxParams::in_extent.

@@ -182,18 +182,21 @@ bool blocked_words(const Ctx& x, int o) {
 }
 
 // The blocked scale matrix of output o: its batch base (the row axes other than the blocked row
-// axis, the innermost one) at chunk u, and the declarations of Rp and Cp.
-std::string blocked_frame(const Ctx& x, int o, const std::string& u, const std::string& ind) {
+// axis, the innermost one) at chunk u, and the declarations of Cp and (where the base or a guard
+// against the grid's padded rows, `rows_guarded`, reads it) Rp.
+std::string blocked_frame(const Ctx& x, int o, const std::string& u, const std::string& ind, bool rows_guarded) {
   const Plan& pl = x.plan;
   const Output& out = x.p.outputs()[size_t(o)];
   const int ar = mxjit::detail::blocked_atom(out.layout).first, ac = mxjit::detail::blocked_atom(out.layout).second;
   const std::vector<int> ra = row_axes(pl);
   std::string batch = "0";
   for (size_t i = 0; i + 1 < ra.size(); ++i) batch = fmt::format("({}) * P.shape[{}] + ix{}_[{}]", batch, ra[i], ra[i], u);
-  std::string f = fmt::format("{}const unsigned Rp = (unsigned(P.shape[{}]) + {}u) / {}u * {}u, Cp = (unsigned(nblk) + {}u) / {}u * {}u;\n", ind,
-                              ra.back(), ar - 1, ar, ar, ac - 1, ac, ac);
-  f += fmt::format("{}const mx_i64 base = {};\n{}(void)Rp;\n", ind, batch == "0" ? "0" : fmt::format("mx_i64({}) * Rp * Cp", batch), ind);
-  return f;
+  std::string f = fmt::format("{}const unsigned Cp = (unsigned(nblk) + {}u) / {}u * {}u;\n", ind, ac - 1, ac, ac);
+  if (batch == "0" && !rows_guarded) return f + ind + "const mx_i64 base = 0;\n";
+  f +=
+      fmt::format("{}const unsigned Rp = (unsigned(P.shape[{}]) + {}u) / {}u * {}u;\n", ind, ra.back(), ar - 1, ar, ar);
+  return f + fmt::format("{}const mx_i64 base = {};\n", ind,
+                         batch == "0" ? "0" : fmt::format("mx_i64({}) * Rp * Cp", batch));
 }
 
 // One block's scale of chunk u into output o. Linear scales: a byte (or float) from the block's
@@ -209,7 +212,7 @@ void emit_scale_store(Ctx& x, int o, int s) {
     // Blocked, one byte per block from its first lane; the grid covers the padding (zeros).
     const std::vector<int> ra = row_axes(pl);
     x.out += fmt::format("    if (row0 < rows && slot < pslots && (threadIdx.x % {}) == 0) {{\n", pl.direct().lanes_per_block);
-    x.out += blocked_frame(x, o, "u", "      ");
+    x.out += blocked_frame(x, o, "u", "      ", mxjit::detail::blocked_atom(out.layout).first < pl.direct().pad_rows);
     x.out += fmt::format("      const unsigned R = unsigned(ix{}_[u]);\n", ra.back());
     if (mxjit::detail::blocked_atom(out.layout).first < pl.direct().pad_rows) x.out += "      if (R < Rp)\n";
     x.out += fmt::format("      static_cast<{}*>(P.out[{}])[base + mx_blocked_offset32<{}, {}>(R, unsigned(cc / {}), Cp)] = ok[u] ? {} : {}(0);\n    }}\n",
@@ -239,7 +242,7 @@ void emit_blocked_line(Ctx& x, int o) {
   const int G = pl.direct().lanes_per_block;
   x.out += fmt::format("  {{  // blocked scales '{}': one 16-byte atom line (4 blocks x 4 rows) per 4 blocks\n", out.name);
   x.out += "    const unsigned lane = threadIdx.x & 31u;\n";
-  x.out += blocked_frame(x, o, "0", "    ");
+  x.out += blocked_frame(x, o, "0", "    ", false);
   x.out += fmt::format("    const mx_u32 a = sb{0}[0], b = __shfl_down_sync(0xffffffffu, a, {1}), c = __shfl_down_sync(0xffffffffu, a, {2}),\n"
                        "                 d = __shfl_down_sync(0xffffffffu, a, {3});\n", o, G, 2 * G, 3 * G);
   x.out += fmt::format("    if (row0 < rows && slot < pslots && lane % {}u == 0) {{\n", 4 * G);
@@ -270,7 +273,7 @@ void emit_blocked_words(Ctx& x, int o) {
   if (x.plan.direct().blocked[size_t(o)] == BlockedStore::atom_lines) return emit_blocked_line(x, o);
   x.out += fmt::format("  {{  // blocked scales '{}': one 4-byte word (4 block columns of one row) per lane and round\n", out.name);
   x.out += fmt::format("    const unsigned lane = threadIdx.x & 31u, j = lane % {}u;\n", G);
-  x.out += blocked_frame(x, o, "0", "    ");
+  x.out += blocked_frame(x, o, "0", "    ", ar < pl.direct().pad_rows);
   x.out += fmt::format("    mx_u8* const sp = static_cast<mx_u8*>(P.out[{}]) + base;\n", o);
   x.out += fmt::format("    const unsigned R0 = unsigned(ix{}_[0]), C0 = (slot / {}u) & ~3u;\n", row_axes(pl).back(), G);
   x.out += fmt::format("    const bool st = row0 < rows && slot < pslots && lane % {}u < {}u;  // block 0 of its 4\n", 4 * G, G);
@@ -635,17 +638,25 @@ void emit_direct_kernel(Ctx& x) {
   const Plan& pl = x.plan;
   const int U = pl.direct().chunks_per_thread, G = pl.direct().lanes_per_block, B = pl.direct().block_cols;
   x.out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const MxParams P) {{\n", pl.threads, pl.ctas_per_sm, pl.kernel_name);
-  x.out += tamax_decl(x, true);
+  emit_tamax(x, true);
   // Column indices are 32-bit: the launcher checks every extent < 2^31.
-  x.out += fmt::format("  const int n_c = int(P.shape[{}]);\n  const int nblk = (n_c + {} - 1) / {};\n", pl.ax_c, B, B);
-  if (pl.direct().block_rows == 1)  // 2-D blocks bound their rows by the block row instead (row_frame)
-    x.out += fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G, G);
+  x.out += fmt::format("  const int n_c = int(P.shape[{}]);\n", pl.ax_c);
   // With blocked scales the grid also covers their padding (DirectPlan::pad_rows, pad_block_cols): pslots chunk
   // slots per row, and the innermost row axis runs to Rpad; padding chunks load nothing (ok false).
+  // 2-D blocks bound their rows by the block row instead of `slots` (row_frame).
   const int pc = pl.direct().pad_block_cols;
-  x.out += fmt::format("  const unsigned pslots = {} * {}u;\n  (void)pslots;\n",
-                       pc == 1 ? "unsigned(nblk)" : fmt::format("unsigned((nblk + {0} - 1) / {0} * {0})", pc), G);
-  x.out += "  const mx_i64 rows = P.tiles_r;\n  (void)nblk;\n";
+  std::vector<Decl> counts = {{"nblk", fmt::format("  const int nblk = (n_c + {} - 1) / {};\n", B, B)}};
+  if (pl.direct().block_rows == 1)
+    counts.push_back(
+        {"slots",
+         fmt::format("  const unsigned slots = unsigned(nblk) * {}u;  // chunk slots per row: {} lanes per block\n", G,
+                     G)});
+  counts.push_back(
+      {"pslots",
+       fmt::format("  const unsigned pslots = {} * {}u;\n",
+                   pc == 1 ? "unsigned(nblk)" : fmt::format("unsigned((nblk + {0} - 1) / {0} * {0})", pc), G)});
+  defer_decls(x, std::move(counts));
+  x.out += "  const mx_i64 rows = P.tiles_r;\n";
   x.out += fmt::format("  bool ok[{0}];\n  int cc_[{0}];\n", U);
   // Row indices: 32-bit with 16-byte loads (off local memory at the register caps), 64-bit with
   // element loads (DirectPlan::wide_rows; docs/perf-log.md#direct-row-indices).
@@ -666,11 +677,12 @@ void emit_direct_kernel(Ctx& x) {
   if (Br > 1) {
     x.out += fmt::format("  // One CTA a {}x{} block: lane_c across its columns, rt down its rows ({} rows a thread).\n", Br, B, U);
     x.out += fmt::format("  const unsigned lane_c = threadIdx.x % {0}u, rt = threadIdx.x / {0}u;\n", G);
-    x.out += fmt::format("  const unsigned slot = blockIdx.x * {}u + lane_c;\n", G);
+    defer_decls(x, {{"slot", fmt::format("  const unsigned slot = blockIdx.x * {}u + lane_c;\n", G)}});
     x.out += fmt::format("  const int cc0 = int(blockIdx.x) * {} + int(lane_c) * 8;\n", B);
     x.out += "  const mx_i64 gi = mx_i64(blockIdx.z) * gridDim.y + blockIdx.y;  // outer row index x block rows + block row\n";
-    x.out += fmt::format("  const mx_i64 nbr = (P.shape[{0}] + {1}) / {2}, rblk = gi % nbr * {2}, rb0 = rblk + rt * {3};\n", pl.ax_r, Br - 1, Br, U);
-    x.out += "  (void)slot;\n";
+    x.out +=
+        fmt::format("  const mx_i64 nbr = (P.shape[{0}] + {1}) / {2}, rblk = gi % nbr * {2}, rb0 = rblk + rt * {3};\n",
+                    pl.ax_r, Br - 1, Br, U);
     x.out += fmt::format("  const mx_i64 row0 = gi / nbr * P.shape[{}] + rb0;\n", pl.ax_r);
   } else {
     x.out += "  const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;\n";

@@ -342,38 +342,44 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   return j;
 }
 
+namespace {
+/// The across form's default schedule on sm_90+ (0: plan_jagged's own default; measured in
+/// docs/perf-log.md, fourteenth session):
+///
+///   codes along      input    clusters of 16 allowed           clusters of at most 8
+///   the lines        any      16 CTAs, 2 per SM                8 CTAs, 1 per SM
+///   the whole axis   FP32     8 CTAs, 2 per SM (64 registers: FP32 runs spill at 3)
+///   the whole axis   2-byte   16 CTAs, 3 per SM, 64 lines,     8 CTAs
+///                             runs of 8 (128-byte row segments)
+struct AcrossDefault {
+  int cluster, ctas_per_sm = 0, tile_cols = 0, rows_per_thread = 0;
+};
+AcrossDefault across_default(bool codes_along_axis, bool f32, bool c16) {
+  if (!codes_along_axis) return c16 ? AcrossDefault{16, 2} : AcrossDefault{8, 1};
+  if (f32) return {8, 2};
+  return c16 ? AcrossDefault{16, 3, 64, 8} : AcrossDefault{8};
+}
+}  // namespace
+
 RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,
                    const StrideClass& sc) {
   RowsPlan r;
   r.across_axis = rows_across_axis(p, plan, sc);
   // Across lines with 16-byte loads: the jagged vector kernel over one group (the whole axis),
   // its axes relabelled (rows: the whole axis; columns: the across axis). On sm_90+ a cluster
-  // splits each tile's whole axis, so that its parts fit the row caches: with codes along the
-  // whole axis (column-major runs) up to 16 CTAs of 64 lines, 3 per SM, runs of 8 rows (2-byte
-  // inputs: 128-byte row segments, every row cached; docs/perf-log.md, fourteenth session), of
-  // FP32 up to 8 CTAs of 32 lines, 2 per SM; else (codes along the lines) up to 16 CTAs of 64
-  // lines, 2 per SM (up to 8, 1 per SM, where clusters hold 8).
+  // splits each tile's whole axis, so that its parts fit the row caches (across_default).
   if (rows_columns_applies(p, v, plan, sc)) {
     Plan cp = rows_columns_axes(plan, r.across_axis);
     {
       Schedule js = s;
       js.chunks_per_thread = 0;
       if (!js.cluster && !js.ctas_per_sm && target.sm() >= 90) {
-        js.cluster = 8;
-        // FP32 lines' column-major runs spill within 64 registers: 2 CTAs per SM.
         const bool f32 = p.inputs()[size_t(first_tensor_input(p))].dtype == DType::f32;
-        const bool c16 = target.max_cluster() >= 16;
-        if (!jagged_codes_along_rows(p, cp)) {
-          js.cluster = c16 ? 16 : 8;
-          js.ctas_per_sm = c16 ? 2 : 1;
-        } else if (f32) {
-          js.ctas_per_sm = 2;
-        } else if (c16) {
-          js.cluster = 16;
-          js.ctas_per_sm = 3;
-          if (!js.tile_cols) js.tile_cols = 64;  // a schedule's own fields stand
-          if (!js.rows_per_thread) js.rows_per_thread = 8;
-        }
+        const AcrossDefault d = across_default(jagged_codes_along_rows(p, cp), f32, target.max_cluster() >= 16);
+        js.cluster = d.cluster;
+        js.ctas_per_sm = d.ctas_per_sm;
+        if (!js.tile_cols) js.tile_cols = d.tile_cols;  // a schedule's own fields stand
+        if (!js.rows_per_thread) js.rows_per_thread = d.rows_per_thread;
       }
       r.columns = plan_jagged(p, v, cp, js, target, true);
       // The default cluster is a maximum, its size chosen at launch from the whole axis's extent;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <vector>
 
 #include "codegen/emit_common.hpp"
 #include "codegen/emit_expr.hpp"
@@ -23,11 +24,20 @@ class ScaleLowering {
   std::string value(const NodePtr& n);
   /// The C expression (bool) of condition node `n`.
   std::string cond(const NodePtr& n);
+  /// Declares FP32 variable `name` = `rhs`, dropped by prune() where nothing reads it.
+  void declare(const std::string& name, const std::string& rhs) {
+    body += fmt::format("{}const float {} = {};\n", ind_, name, rhs);
+    names_.push_back(name);
+  }
+  /// Drops the declarations (temporaries and declare()'s) that no later statement reads, last
+  /// first, so that a kernel declares only what it reads.
+  void prune();
   /// The statements emitted so far.
   std::string body;
 
  private:
   std::string temp(const NodePtr& n, const char* type, const std::string& rhs);
+  std::vector<std::string> names_;  // declared, in order
   std::string ind_;
   std::map<Op, std::string> vars_;
   std::map<std::string, std::string> done_;  // canonical text -> temporary
@@ -37,8 +47,17 @@ class ScaleLowering {
 std::string ScaleLowering::temp(const NodePtr& n, const char* type, const std::string& rhs) {
   const std::string name = fmt::format("{}{}", type[0] == 'b' ? 'c' : 'g', next_++);
   body += fmt::format("{}const {} {} = {};\n", ind_, type, name, rhs);
+  names_.push_back(name);
   done_[canonical(n)] = name;
   return name;
+}
+
+void ScaleLowering::prune() {
+  for (auto it = names_.rbegin(); it != names_.rend(); ++it) {
+    const size_t at = body.find(fmt::format(" {} = ", *it));
+    const size_t line = body.rfind('\n', at) + 1, end = body.find('\n', at) + 1;  // npos + 1 == 0: the first line
+    if (!uses(body, *it, end)) body.erase(line, end - line);
+  }
 }
 
 std::string ScaleLowering::value(const NodePtr& n) {
@@ -133,15 +152,17 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent, b
   // canonical NaN.
   switch (sn.scale_format) {
     case ScaleFormat::e8m0:
-      L.body += fmt::format("  byte = mx_e8m0_field({});\n  const float sv = mx_e8m0_decode(byte);\n", st);
+      L.body += fmt::format("  byte = mx_e8m0_field({});\n", st);
+      L.declare("sv", "mx_e8m0_decode(byte)");
       break;
     case ScaleFormat::e4m3:
-      L.body += fmt::format("  byte = mx_e4m3_rne({});\n  const float sv = mx_decode<4, 3, 1, false>(byte);\n", st);
+      L.body += fmt::format("  byte = mx_e4m3_rne({});\n", st);
+      L.declare("sv", "mx_decode<4, 3, 1, false>(byte)");
       break;
     case ScaleFormat::bf16:
-      L.body += fmt::format("  const float sv = mx_bf16_to_f32(mx_f32_to_bf16_rne(mx_isnan({0}) ? mx_qnan() : {0}));\n", st);
+      L.declare("sv", fmt::format("mx_bf16_to_f32(mx_f32_to_bf16_rne(mx_isnan({0}) ? mx_qnan() : {0}))", st));
       break;
-    case ScaleFormat::f32: L.body += fmt::format("  const float sv = {};\n", st); break;
+    case ScaleFormat::f32: L.declare("sv", st); break;
   }
   if (!byte_scale(sn) && stored) L.body += "  sval = sv;\n";
   L.bind(Op::stored_var, "sv");
@@ -155,7 +176,7 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent, b
     L.body += fmt::format("  mult = {};\n", f);
     if (nan != "false" || zero != "false") L.body += fmt::format("  flag = {} ? 2u : ({} ? 1u : 0u);\n", nan, zero);
   }
-  L.body += "  (void)sv;\n";
+  L.prune();
   o += L.body + "}\n";
   return indent_lines(o, indent);
 }

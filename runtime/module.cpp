@@ -13,16 +13,19 @@ namespace mxjit::detail {
 
 /// The loaded library and the per-context function cache.
 struct LoadedKernel::State {
-  /// The function of one context and the dynamic shared memory opted into for it.
+  /// The function of one context and what was opted into for it: dynamic shared memory, and
+  /// clusters past the portable 8 CTAs.
   struct Entry {
     CUcontext ctx;
     CUfunction fn;
     unsigned smem_optin;
+    bool wide_clusters = false;
     unsigned resident = 0, resident_threads = 0, resident_smem = 0;  ///< resident_ctas(), once computed
   };
   /// The entry of the current context (created on first use), its dynamic shared memory opted
-  /// into up to `smem_bytes`. Call with `mutex` held.
-  Entry& entry(unsigned smem_bytes);
+  /// into up to `smem_bytes` and, for `cluster` > 8, the non-portable cluster size. Call with
+  /// `mutex` held.
+  Entry& entry(unsigned smem_bytes, unsigned cluster = 0);
   CUlibrary library = nullptr;
   CUkernel kernel = nullptr;
   std::string name;
@@ -57,7 +60,7 @@ const std::string& LoadedKernel::name() const noexcept {
   return state_ ? state_->name : kEmpty;
 }
 
-LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes) {
+LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes, unsigned cluster) {
   Driver& d = Driver::get();
   CUcontext ctx = nullptr;
   d.check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
@@ -81,6 +84,12 @@ LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes) {
             "cuFuncSetAttribute");
     e->smem_optin = smem_bytes;
   }
+  // Past the portable 8 CTAs (sm_90/sm_100 allow 16) a cluster launch must be opted into.
+  if (cluster > kPortableCluster && !e->wide_clusters) {
+    d.check(d.cuFuncSetAttribute(e->fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cuFuncSetAttribute (non-portable cluster size)");
+    e->wide_clusters = true;
+  }
   return *e;
 }
 
@@ -92,10 +101,6 @@ void launch_function(void* function, Dim3 grid, Dim3 block, unsigned smem_bytes,
     d.check(d.cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem_bytes, st, args, nullptr), "cuLaunchKernel");
     return;
   }
-  // Past the portable 8 CTAs (sm_90/sm_100 allow 16) a cluster launch must be opted into.
-  if (cluster > 8)
-    d.check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-            "cuFuncSetAttribute (non-portable cluster size)");
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.clusterDim.x = cluster;
@@ -116,15 +121,15 @@ void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t s
   CUfunction fn = nullptr;
   {
     std::lock_guard lock(state_->mutex);
-    fn = state_->entry(smem_bytes).fn;
+    fn = state_->entry(smem_bytes, cluster).fn;
   }
   launch_function(fn, grid, block, smem_bytes, stream, args, cluster);
 }
 
-std::pair<void*, void*> LoadedKernel::function(unsigned smem_bytes) const {
+std::pair<void*, void*> LoadedKernel::function(unsigned smem_bytes, unsigned cluster) const {
   if (!state_) throw UsageError("LoadedKernel::function: no kernel is loaded");
   std::lock_guard lock(state_->mutex);
-  const State::Entry& e = state_->entry(smem_bytes);
+  const State::Entry& e = state_->entry(smem_bytes, cluster);
   return {static_cast<void*>(e.ctx), static_cast<void*>(e.fn)};
 }
 

@@ -13,9 +13,13 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// The most CTAs a cluster holds without the function opting into a non-portable size.
+inline constexpr unsigned kPortableCluster = 8;
+
 /// Launches CUfunction `function` (as void*) on `stream`: cuLaunchKernel, or, where `cluster` is
 /// not 0, cuLaunchKernelEx with a thread-block cluster of `cluster` CTAs along x (grid.x a
-/// multiple of it; Launch::cluster). Throws CudaError naming the call.
+/// multiple of it; Launch::cluster). A cluster above kPortableCluster needs the function opted
+/// in first (LoadedKernel::function or launch with that cluster). Throws CudaError naming the call.
 void launch_function(void* function, Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster = 0);
 
 /// One kernel of a loaded cubin (move-only; unloads the library on destruction). The library is
@@ -35,16 +39,18 @@ class LoadedKernel {
 
   /// Launches on `stream` (a CUstream as integer, 0 = default stream) in the calling thread's
   /// current context (GPU 0's primary context when none is current). Dynamic shared memory above
-  /// 48 KiB is opted into once per context. `args` as for cuLaunchKernel. Thread-safe.
+  /// 48 KiB and clusters above kPortableCluster are opted into once per context. `args` as for
+  /// cuLaunchKernel. Thread-safe.
   void launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster = 0) const;
   /// How many CTAs of `threads` threads and `smem_bytes` dynamic shared memory the current
   /// context's GPU holds at once (multiprocessors x the occupancy calculator's CTAs per SM, at
   /// least 1): the grid of a persistent kernel. Cached per context. Thread-safe.
   unsigned resident_ctas(unsigned threads, unsigned smem_bytes) const;
   /// The current context (GPU 0's primary context when none is current) and this kernel's
-  /// CUfunction in it, dynamic shared memory opted into up to `smem_bytes`: what a prepared launch
-  /// keeps so that each launch is one cuLaunchKernel. Driver handles as void*. Thread-safe.
-  std::pair<void*, void*> function(unsigned smem_bytes) const;
+  /// CUfunction in it, dynamic shared memory opted into up to `smem_bytes` and clusters of
+  /// `cluster` CTAs: what a prepared launch keeps so that each launch is one driver call. Driver
+  /// handles as void*. Thread-safe.
+  std::pair<void*, void*> function(unsigned smem_bytes, unsigned cluster = 0) const;
   /// The kernel's name.
   const std::string& name() const noexcept;
   /// True when a kernel is loaded.

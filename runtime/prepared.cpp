@@ -184,7 +184,7 @@ PreparedLaunch make_prepared(PreparedParts&& parts) {
   if (s->kernel) {
     // Persistent CTAs walk the tiles: as many as the GPU holds at once.
     if (launch.persistent) s->grid[0] = std::min(s->grid[0], s->kernel->resident_ctas(s->threads, s->smem));
-    std::tie(s->context, s->function) = s->kernel->function(s->smem);
+    std::tie(s->context, s->function) = s->kernel->function(s->smem, s->cluster);
   }
   return PreparedLaunch(std::move(s));
 }

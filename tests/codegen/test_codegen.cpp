@@ -606,4 +606,28 @@ TEST_CASE("generated code declares only what it reads: uses and insert_used") {
   std::string code = "{\n  y = full ? r : 0;\n}\n";
   insert_used(code, 2, {{"r", "  const int r = 0;\n"}, {"full", "  const bool full = true;\n"}, {"c", "  const int c = 0;\n"}});
   CHECK(code == "{\n  const int r = 0;\n  const bool full = true;\n  y = full ? r : 0;\n}\n");
+  // A name in a comment is not a use.
+  CHECK_FALSE(uses("a = 1;  // whole tiles\n", "whole"));
+  CHECK(uses("// whole tiles\nif (whole) a = 1;\n", "whole"));
+}
+
+TEST_CASE("defer_decls: declarations kept where the finished kernel reads them, in place") {
+  const Pipeline p = cast2d(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear());
+  const Target t = Target::parse("sm_90a");
+  const detail::StrideClass sc = default_stride_class(p);
+  const detail::Plan plan = detail::make_plan(p, t, sc);
+  Ctx c{p, t, sc, plan, collect_values(p), {}, 8};
+  c.out = "{\n";
+  defer_decls(c, {{"a", "  const int a = 1;\n"}, {"b", "  const int b = a;\n"}});
+  c.out += "  int z = 0;\n";
+  defer_decls(c, {{"d", "  const int d = 2;\n"}, {"e", "  const int e = b;\n"}});
+  c.out += "  z = e;  // d\n";
+  c.out.insert(2, "  int first = 0;\n");  // inserted before a marker: the marker still holds its place
+  c.out += "}\n";
+  finish_decls(c);
+  // e reads b, b reads a; d is only in a comment.
+  CHECK(
+      c.out ==
+      "{\n  int first = 0;\n  const int a = 1;\n  const int b = a;\n  int z = 0;\n  const int e = b;\n  z = e;  // d\n}\n");
+  CHECK(c.deferred.empty());
 }

@@ -152,7 +152,10 @@ TEST_CASE("generic scales: exact FP32 intrinsics, the definition's amax, clamp a
   for (const std::string& src : {s, v, t}) {
     const size_t from = src.find("const float sa = mx_float(m);");
     REQUIRE(from != std::string::npos);
-    const std::string block = src.substr(from, src.find("(void)sv;", from) - from);
+    size_t to = from;  // the scale block's closing brace: the first line that is only "}"
+    while ((to = src.find('\n', to) + 1) != 0 && src.find_first_not_of(' ', to) != src.find("}\n", to)) {
+    }
+    const std::string block = src.substr(from, to - from);
     for (const char* op : {" + ", " - ", " * ", " / "}) CHECK_MESSAGE(block.find(op) == std::string::npos, op << " in " << block);
     CHECK(block.find("__f") != std::string::npos);
   }

@@ -161,6 +161,8 @@ void compile_for_both_arches(const Pipeline& p, const detail::StrideClass& sc, S
       // Generated code declares only what it reads (compile_variants' rule); the disk cache keeps no log.
       if (!ck.from_disk && ck.log.find("warning") != std::string::npos)
         throw Defect(fmt::format("NVRTC warned for {} ({}):\n{}", arch, sc.str(), ck.log.substr(0, 2000)));
+      if (ck.source.find("(void)") != std::string::npos)
+        throw Defect(fmt::format("a (void) cast in the kernel for {} ({})", arch, sc.str()));
       ++s.compiled;
     } catch (const UsageError& e) {
       ++s.compile_refused;

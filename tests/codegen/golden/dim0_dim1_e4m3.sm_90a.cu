@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim0dim1_e4m3_rceil_bf16_4bbfece9
-// generator mxjit-gen-31  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-32  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:blocked128x4 ; mxfp8.e4m3 rceil nan_block blocks(0,32) q:col_major s:blocked128x4
 // pipeline hash 15ed6391981db12088a8f04161a19b09
 // plan
@@ -44,9 +44,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
   const int tr = int(t_ % unsigned(P.tiles_r)); t_ /= unsigned(P.tiles_r);
   const int t_r0 = tr * 128, t_c0 = tc * 128;  // the tile's origin
   const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+7, columns c0 .. c0+7
-  (void)t_; (void)t_r0; (void)t_c0;
-  const bool rows_full = r0 + 8 <= n_r, cols_full = c0 + 8 <= n_c;
-  (void)rows_full; (void)cols_full;
+  const bool rows_full = r0 + 8 <= n_r;
+  const bool cols_full = c0 + 8 <= n_c;
   const bool fast = __syncthreads_and(rows_full && cols_full && (P.out_stride[0][1] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][0])) & 7u) == 0) && (P.out_stride[2][0] == 1 && ((reinterpret_cast<mx_u64>(P.out[2]) | mx_u64(P.out_stride[2][1])) & 7u) == 0));
   if (fast) {
     mx_u32 w0[8][4];
@@ -484,11 +483,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
     const mx_i64 ext_r = P.out_shape[1][0];
     const mx_i64 ext_c = P.out_shape[1][1];
     const bool whole = nsr == 128 && nsc == 4;
-    (void)whole;
     if (tr == P.tiles_r - 1) nsr = int(((ext_r + 128 - 1) / 128) * 128 - sr0);
     if (tc == P.tiles_c - 1) nsc = int(((ext_c + 4 - 1) / 4) * 4 - sc0);
-    const unsigned nR = unsigned(P.out_shape[1][0]), Cp = (unsigned(P.out_shape[1][1]) + 4 - 1) / 4 * 4;
-    (void)nR;
+    const unsigned Cp = (unsigned(P.out_shape[1][1]) + 4 - 1) / 4 * 4;
     if (whole && nsr == 128 && nsc == 4 && (reinterpret_cast<mx_u64>(P.out[1]) & 15u) == 0) {  // whole 128 x 4 atoms
       for (int k = int(threadIdx.x); k < 32; k += 256) {
         const int t = k % 32, sr = k / 32 * 128, sc = 0;  // the atom's first scale (row, column)
@@ -517,11 +514,9 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_columns_dim0dim1_e4m3
     const mx_i64 ext_r = P.out_shape[3][0];
     const mx_i64 ext_c = P.out_shape[3][1];
     const bool whole = nsr == 4 && nsc == 128;
-    (void)whole;
     if (tr == P.tiles_r - 1) nsr = int(((ext_r + 4 - 1) / 4) * 4 - sr0);
     if (tc == P.tiles_c - 1) nsc = int(((ext_c + 128 - 1) / 128) * 128 - sc0);
-    const unsigned nR = unsigned(P.out_shape[3][1]), Cp = (unsigned(P.out_shape[3][0]) + 4 - 1) / 4 * 4;
-    (void)nR;
+    const unsigned Cp = (unsigned(P.out_shape[3][0]) + 4 - 1) / 4 * 4;
     if (whole && nsr == 4 && nsc == 128 && (reinterpret_cast<mx_u64>(P.out[3]) & 15u) == 0) {  // whole 128 x 4 atoms
       for (int k = (int(threadIdx.x) + 224) % 256; k < 32; k += 256) {
         const int t = k % 32, sr = k / 32 * 128, sc = 0;  // the atom's first scale (row, column)

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_floor_bf16_fa25b32c
-// generator mxjit-gen-31  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-32  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(1,32) q:row_major s:linear
 // pipeline hash b0d8d425b4240104165a4b62ed1c9caa
 // plan
@@ -34,10 +34,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
   const int n_c = int(P.shape[1]);
   const int nblk = (n_c + 32 - 1) / 32;
   const unsigned slots = unsigned(nblk) * 4u;  // chunk slots per row: 4 lanes per block
-  const unsigned pslots = unsigned(nblk) * 4u;
-  (void)pslots;
   const mx_i64 rows = P.tiles_r;
-  (void)nblk;
   bool ok[4];
   int cc_[4];
   int ix0_[4];

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_26231af8
-// generator mxjit-gen-31  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-32  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:blocked128x4
 // pipeline hash 8159b9a3840e9498842013ac489d3017
 // plan
@@ -35,9 +35,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
   const int nblk = (n_c + 32 - 1) / 32;
   const unsigned slots = unsigned(nblk) * 4u;  // chunk slots per row: 4 lanes per block
   const unsigned pslots = unsigned((nblk + 4 - 1) / 4 * 4) * 4u;
-  (void)pslots;
   const mx_i64 rows = P.tiles_r;
-  (void)nblk;
   bool ok[4];
   int cc_[4];
   int ix0_[4];
@@ -129,9 +127,8 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
   }
   {  // blocked scales 's': one 16-byte atom line (4 blocks x 4 rows) per 4 blocks
     const unsigned lane = threadIdx.x & 31u;
-    const unsigned Rp = (unsigned(P.shape[0]) + 127u) / 128u * 128u, Cp = (unsigned(nblk) + 3u) / 4u * 4u;
+    const unsigned Cp = (unsigned(nblk) + 3u) / 4u * 4u;
     const mx_i64 base = 0;
-    (void)Rp;
     const mx_u32 a = sb1[0], b = __shfl_down_sync(0xffffffffu, a, 4), c = __shfl_down_sync(0xffffffffu, a, 8),
                  d = __shfl_down_sync(0xffffffffu, a, 12);
     if (row0 < rows && slot < pslots && lane % 16u == 0) {

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e2m1_floor_bf16_c35f8282
-// generator mxjit-gen-31  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-32  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(0,32) q:col_major s:linear
 // pipeline hash 7dcf6902f261ee82d0c72693dd943979
 // plan
@@ -40,9 +40,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
   const int tc = int(t_ % unsigned(P.tiles_c)); t_ /= unsigned(P.tiles_c);
   const int t_r0 = tr * 128, t_c0 = tc * 256;  // the tile's origin
   const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+15, columns c0 .. c0+7
-  (void)t_; (void)t_r0; (void)t_c0;
-  const bool rows_full = r0 + 16 <= n_r, cols_full = c0 + 8 <= n_c;
-  (void)rows_full; (void)cols_full;
+  const bool rows_full = r0 + 16 <= n_r;
+  const bool cols_full = c0 + 8 <= n_c;
   if (__all_sync(0xffffffffu, rows_full && cols_full && (P.out_stride[0][0] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][1])) & 7u) == 0))) {
     mx_u32 w0[16][4];
     {
@@ -273,7 +272,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
     const mx_i64 ext_r = P.out_shape[1][0];
     const mx_i64 ext_c = P.out_shape[1][1];
     const bool whole = nsr == 4 && nsc == 256;
-    (void)whole;
     if (whole && nsr == 4 && nsc == 256 && P.out_stride[1][1] == 1) {  // a whole tile: 4 scales per thread
       for (int k = int(threadIdx.x); k < 256; k += 256) {
         const int ir = k / 64, ic = k % 64 * 4;

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e4m3_rceil_bf16_47170f55
-// generator mxjit-gen-31  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-32  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(0,32) q:col_major s:blocked128x4
 // pipeline hash ba99be6fa7b6304aef22869f9976273c
 // plan
@@ -40,9 +40,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
   const int tc = int(t_ % unsigned(P.tiles_c)); t_ /= unsigned(P.tiles_c);
   const int t_r0 = tr * 128, t_c0 = tc * 256;  // the tile's origin
   const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+15, columns c0 .. c0+7
-  (void)t_; (void)t_r0; (void)t_c0;
-  const bool rows_full = r0 + 16 <= n_r, cols_full = c0 + 8 <= n_c;
-  (void)rows_full; (void)cols_full;
+  const bool rows_full = r0 + 16 <= n_r;
+  const bool cols_full = c0 + 8 <= n_c;
   if (__all_sync(0xffffffffu, rows_full && cols_full && (P.out_stride[0][0] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][1])) & 15u) == 0))) {
     mx_u32 w0[16][4];
     {
@@ -285,11 +284,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
     const mx_i64 ext_r = P.out_shape[1][0];
     const mx_i64 ext_c = P.out_shape[1][1];
     const bool whole = nsr == 4 && nsc == 256;
-    (void)whole;
     if (tr == P.tiles_r - 1) nsr = int(((ext_r + 4 - 1) / 4) * 4 - sr0);
     if (tc == P.tiles_c - 1) nsc = int(((ext_c + 128 - 1) / 128) * 128 - sc0);
-    const unsigned nR = unsigned(P.out_shape[1][1]), Cp = (unsigned(P.out_shape[1][0]) + 4 - 1) / 4 * 4;
-    (void)nR;
+    const unsigned Cp = (unsigned(P.out_shape[1][0]) + 4 - 1) / 4 * 4;
     if (whole && nsr == 4 && nsc == 256 && (reinterpret_cast<mx_u64>(P.out[1]) & 15u) == 0) {  // whole 128 x 4 atoms
       for (int k = int(threadIdx.x); k < 64; k += 256) {
         const int t = k % 32, sr = k / 32 * 128, sc = 0;  // the atom's first scale (row, column)

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e4m3_rceil_bf16_489fa5d2
-// generator mxjit-gen-31  target sm_90a  stride class sc(2a)
+// generator mxjit-gen-32  target sm_90a  stride class sc(2a)
 // pipeline bf16[3] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:expert_col_major s:blocked128x4
 // pipeline hash 4f8164d3723f02942b8a6d490d52c4f4
 // plan
@@ -41,9 +41,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
   const mx_i64 bi0 = t_ % unsigned(P.shape[0]); t_ /= unsigned(P.shape[0]);
   const int t_r0 = tr * 128, t_c0 = tc * 256;  // the tile's origin
   const int r0 = t_r0 + lane_r0, c0 = t_c0 + lane_c0;  // this thread's rows r0 .. r0+15, columns c0 .. c0+7
-  (void)t_; (void)t_r0; (void)t_c0;
-  const bool rows_full = r0 + 16 <= n_r, cols_full = c0 + 8 <= n_c;
-  (void)rows_full; (void)cols_full;
+  const bool rows_full = r0 + 16 <= n_r;
+  const bool cols_full = c0 + 8 <= n_c;
   if (__all_sync(0xffffffffu, rows_full && cols_full && (P.out_stride[0][1] == 1 && ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][0]) | mx_u64(P.out_stride[0][2])) & 15u) == 0))) {
     mx_u32 w0[16][4];
     {
@@ -286,11 +285,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
     const mx_i64 ext_r = P.out_shape[1][1];
     const mx_i64 ext_c = P.out_shape[1][2];
     const bool whole = nsr == 4 && nsc == 256;
-    (void)whole;
     if (tr == P.tiles_r - 1) nsr = int(((ext_r + 4 - 1) / 4) * 4 - sr0);
     if (tc == P.tiles_c - 1) nsc = int(((ext_c + 128 - 1) / 128) * 128 - sc0);
-    const unsigned nR = unsigned(P.out_shape[1][2]), Cp = (unsigned(P.out_shape[1][1]) + 4 - 1) / 4 * 4;
-    (void)nR;
+    const unsigned nR = unsigned(P.out_shape[1][2]);
+    const unsigned Cp = (unsigned(P.out_shape[1][1]) + 4 - 1) / 4 * 4;
     if (whole && nsr == 4 && nsc == 256 && (reinterpret_cast<mx_u64>(P.out[1]) & 15u) == 0) {  // whole 128 x 4 atoms
       for (int k = int(threadIdx.x); k < 64; k += 256) {
         const int t = k % 32, sr = k / 32 * 128, sc = 0;  // the atom's first scale (row, column)

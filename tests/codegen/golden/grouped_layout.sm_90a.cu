@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_cbd0f0b1
-// generator mxjit-gen-31  target sm_90a  stride class sc(1a,0)
+// generator mxjit-gen-32  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
@@ -36,10 +36,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
   const int n_c = int(P.shape[1]);
   const int nblk = (n_c + 32 - 1) / 32;
   const unsigned slots = unsigned(nblk) * 4u;  // chunk slots per row: 4 lanes per block
-  const unsigned pslots = unsigned(nblk) * 4u;
-  (void)pslots;
   const mx_i64 rows = P.tiles_r;
-  (void)nblk;
   bool ok[4];
   int cc_[4];
   int ix0_[4];

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_tiled_blocks2d_e4m3_floor_bf16_e2a1cbdb
-// generator mxjit-gen-31  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-32  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 floor nan_block blocks(0,1,32x32) q:row_major s:linear
 // pipeline hash aa08f10b6c954162af904ecd4cf32471
 // plan
@@ -38,11 +38,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
   mx_u32* const s0_info = reinterpret_cast<mx_u32*>(mx_smem + 9232);
   unsigned t = blockIdx.x;
   const mx_i64 tc = t % unsigned(P.tiles_c); t /= unsigned(P.tiles_c);
-  const mx_i64 tr = t % unsigned(P.tiles_r); t /= unsigned(P.tiles_r);
-  const mx_i64 r0 = tr * 64, c0 = tc * 128;
+  const mx_i64 tr = t % unsigned(P.tiles_r);
+  const mx_i64 r0 = tr * 64;
   const int nr = int(P.shape[0] - r0 < 64 ? P.shape[0] - r0 : 64);
+  const mx_i64 c0 = tc * 128;
   const int nc = int(P.shape[1] - c0 < 128 ? P.shape[1] - c0 : 128);
-  (void)nr; (void)r0;
   // Phase 1: load the tile and evaluate the value expressions into shared memory.
   mx_v16 r0_[4];
 #pragma unroll
@@ -165,7 +165,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_tiled_blocks2d_e4m3_f
     const mx_i64 ext_r = P.out_shape[1][0];
     const mx_i64 ext_c = P.out_shape[1][1];
     const bool whole = nsr == 2 && nsc == 4;
-    (void)whole;
     if (whole && nsr == 2 && nsc == 4 && P.out_stride[1][1] == 1) {  // a whole tile: 4 scales per thread
       for (int k = int(threadIdx.x); k < 2; k += 256) {
         const int ir = k, ic = 0;
