@@ -24,12 +24,19 @@ struct Case {
   /// expert_col_major: rank 3 (E, K, N) with K unit-stride, as MoE expert weights B_t are stored.
   enum class Input { row_major, col_major, sliced, expert_col_major } input = Input::row_major;
   std::vector<int64_t> check_shape;  // small shape checked against the reference first
+  int64_t group_align = 1;           // group ends a multiple of this (K groups: the block size)
 };
 
 Pipeline cast(int axis, ElemFormat f, ScaleRule rule, Layout q, Layout s) {
   auto x = input("x", DType::bf16, rank(2));
   auto sc = e8m0_scale(amax(blocks(x, axis, 32)), f, rule);
   return pipeline({output("q", mxjit::cast(f, x / sc), q), output("s", sc, s)});
+}
+// An E4M3 RCEIL cast along `axis` whose scales are grouped_blocked_128x4 by groups along axis 0
+// (1: dim0 with token groups; 0: dim1 with K groups).
+Pipeline grouped_cast(int axis) {
+  return cast(axis, e4m3, ScaleRule::rceil, axis == 1 ? layout::row_major() : layout::col_major(),
+              layout::grouped_blocked_128x4(offsets("offs"), 0));
 }
 Pipeline fused(Layout s) {
   auto x = input("x", DType::bf16, rank(2));
@@ -114,14 +121,20 @@ std::vector<Case> cases(const BenchOptions& o) {
   std::vector<Case> c;
   const std::vector<std::vector<int64_t>> big = {{16384, 16384}, {16640, 5120}, {8192, 5120}};
   auto add = [&](std::string name, std::function<Pipeline()> make, std::vector<int64_t> shape,
-                 Case::Input in = Case::Input::row_major) {
+                 Case::Input in = Case::Input::row_major, int64_t group_align = 1) {
     std::vector<int64_t> small = shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224};
-    c.push_back(Case{std::move(name), std::move(make), std::move(shape), in, small});
+    c.push_back(Case{std::move(name), std::move(make), std::move(shape), in, small, group_align});
   };
   if (o.large) {
     for (const auto& s : big) {
       add("dim0 e4m3 rceil linear", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, s);
       add("dim0 e4m3 rceil blocked", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::blocked_128x4()); }, s);
+      // MoE token groups: each group's scales a whole 128x4-blocked matrix at a padded start.
+      add(
+          "dim0 e4m3 rceil M-group blocked G=16", [] { return grouped_cast(1); }, s);
+      // K groups (the weight gradient's token axis): dim1 blocks, group ends multiples of 32.
+      add(
+          "dim1 e4m3 rceil K-group blocked G=16", [] { return grouped_cast(0); }, s, Case::Input::row_major, 32);
       add("dim0 e4m3 floor linear", [] { return cast(1, e4m3, ScaleRule::floor, layout::row_major(), layout::linear()); }, s);
       add("dim1 e4m3 rceil linear", [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::linear()); }, s);
       add("dim1 e4m3 rceil blocked", [] { return cast(0, e4m3, ScaleRule::rceil, layout::col_major(), layout::blocked_128x4()); }, s);
@@ -257,7 +270,8 @@ void fill_random(DeviceBuffer& b, DType dt, uint32_t seed, bool scales) {
   }
 }
 
-Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Input in_kind, int rotations) {
+Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, const Case& c, int rotations) {
+  const Case::Input in_kind = c.input;
   Bound b;
   b.inputs.resize(size_t(rotations));
   for (size_t k = 0; k < p.inputs().size(); ++k) {
@@ -282,7 +296,7 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
       int64_t acc = 0;
       for (int g = 0; g < 16; ++g) {
         acc += g == 5 ? 0 : std::max<int64_t>(0, (n / 16) + (g % 3 == 0 ? 17 : -9));
-        ends[size_t(g)] = int32_t(std::min<int64_t>(std::max<int64_t>(acc, 0), n));
+        ends[size_t(g)] = int32_t(std::min<int64_t>(std::max<int64_t>(acc, 0), n) / c.group_align * c.group_align);
       }
       ends[15] = int32_t(n);
       for (int r = 0; r < rotations; ++r) {
@@ -329,7 +343,7 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, Case::Inpu
 // (fresh device memory may well hold an earlier run's correct results).
 bool check_small(const Kernel& k, const Case& c) {
   const Pipeline& p = k.pipeline();
-  Bound b = bind_case(p, c.check_shape, c.input, 1);
+  Bound b = bind_case(p, c.check_shape, c, 1);
   std::vector<std::vector<uint8_t>> in_host;
   std::vector<TensorView> in_views;
   for (size_t i = 0; i < b.inputs[0].size(); ++i) {
@@ -445,7 +459,7 @@ double timed_launch(const Kernel& k, const Bound& b, int i) {
 Timing time_case(const Kernel& k, const Case& c, int repeats) {
   Timing t;
   t.checked = check_small(k, c);
-  Bound b = bind_case(k.pipeline(), c.shape, c.input, rotations_for(c));
+  Bound b = bind_case(k.pipeline(), c.shape, c, rotations_for(c));
   for (int i = 0; i < 3; ++i) timed_launch(k, b, i);
   std::vector<double> t_ms;
   for (int i = 0; i < repeats; ++i) t_ms.push_back(timed_launch(k, b, i));
@@ -490,7 +504,7 @@ PairTiming time_pair(const Kernel& ka, const Kernel& kb, const Case& c, int roun
   PairTiming t;
   t.a.checked = check_small(ka, c);
   t.b.checked = check_small(kb, c);
-  const Bound ba = bind_case(ka.pipeline(), c.shape, c.input, rotations_for(c));
+  const Bound ba = bind_case(ka.pipeline(), c.shape, c, rotations_for(c));
   const Bound bb = bind_sharing(kb.pipeline(), c.shape, ba);
   for (int i = 0; i < 3; ++i) timed_launch(ka, ba, i), timed_launch(kb, bb, i);
   std::vector<double> ta, tb, r;

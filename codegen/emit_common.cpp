@@ -65,8 +65,8 @@ std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, cons
 }
 
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
-                                const std::string& val, const std::string& indent, const std::string& ptr,
-                                const std::string& placed) {
+                                const std::string& val, const std::string& indent, const std::string& cursor,
+                                const std::string& ptr, const std::string& placed) {
   const Output& out = x.p.outputs().at(size_t(o));
   const NodePtr& sn = x.v.scales.at(size_t(x.v.output_index.at(size_t(o))));
   const auto [ra, ca] = blocked_axes(block_of(sn), x.plan.rank);
@@ -86,9 +86,10 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
     s += fmt::format("    const mx_i64 gs_off = {0} >= 0 ? mx_blocked_offset<128, 4>(0, {0}, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;\n",
                      placed);
   else
-    s += fmt::format("    const mx_i64 gs_off = mx_grouped_blocked_offset<{}>(static_cast<const int*>(P.in[{}]), "
-                     "P.in_stride[{}][0], P.in_extent[{}], {}, P.shape[{}], gs_r, gs_c, gs_nr, gs_nc);\n",
-                     ga == ra ? "true" : "false", k, k, k, block_of(sn).size_along(ga), ga);
+    s += fmt::format(
+        "    const mx_i64 gs_off = mx_grouped_blocked_offset<{}>({}, static_cast<const int*>(P.in[{}]), "
+        "P.in_stride[{}][0], P.in_extent[{}], {}, P.shape[{}], gs_r, gs_c, gs_nr, gs_nc);\n",
+        ga == ra ? "true" : "false", cursor, k, k, k, block_of(sn).size_along(ga), ga);
   s += fmt::format("    if (gs_off >= 0) {}[gs_off] = {};\n  }}\n}}\n",
                    ptr.empty() ? fmt::format("static_cast<mx_u8*>(P.out[{}])", o) : ptr, val);
   return indent_lines(s, indent);
@@ -761,6 +762,7 @@ void emit_tile_scales(Ctx& x, int o) {
     x.out += "        else for (int e = 0; e < 4; ++e) p[e] = mx_u8(w >> (8 * e));\n";
     x.out += "      }\n    } else\n";
   }
+  if (out.layout.grouped()) x.out += "    MxGroupCursor gcur;  // the group of the scale placed last\n";
   x.out += "    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
   x.out += r_fast ? "      const int ir = k % nsr, ic = k / nsr;\n" : "      const int ir = k / nsc, ic = k % nsc;\n";
   x.out += "      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
@@ -771,8 +773,7 @@ void emit_tile_scales(Ctx& x, int o) {
   else if (bf16)
     x.out += fmt::format("      const mx_u16 val = mx_u16(mx_f32_to_bf16_rne(s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb]));\n", si);
   else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
-  if (out.layout.grouped())
-    x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ");
+  if (out.layout.grouped()) x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ", "gcur");
   else if (mxjit::detail::is_blocked(out.layout))
     x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[{}] = val;\n", o, offset);
   else

@@ -181,11 +181,13 @@ bool has_grouped_layout(const Pipeline& p);
 /// layout's offsets input on the device; scales outside the scale tensor or past the last group
 /// end are not stored. Padding is not written: the launcher zeroes the whole output first
 /// (Plan::zero_outputs).
-/// `placed`: a variable holding the scale row's padded row (grouped_rows_place), for layouts
-/// grouped by rows with one scale per row: then no walk over the groups per scale.
+/// `cursor`: an MxGroupCursor the caller declared where its scales' loop starts (the group found
+/// last; the walk runs only for a scale outside it). `placed`: a variable holding the scale row's
+/// padded row (grouped_rows_place), for layouts grouped by rows with one scale per row: then no
+/// walk over the groups per scale.
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
-                                const std::string& val, const std::string& indent, const std::string& ptr = "",
-                                const std::string& placed = "");
+                                const std::string& val, const std::string& indent, const std::string& cursor,
+                                const std::string& ptr = "", const std::string& placed = "");
 
 /// True when output o's layout is grouped by rows with one scale per domain row along the tile's
 /// row axis: then the warp can find each scale row's padded row once (grouped_rows_place) instead

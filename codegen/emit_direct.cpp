@@ -224,8 +224,8 @@ void emit_scale_store(Ctx& x, int o, int s) {
   x.out += fmt::format("      {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
   x.out += fmt::format("      const int C = cc / {};\n", pl.direct().block_cols);
   if (out.layout.grouped())
-    return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ", "sp",
-                                             placed ? fmt::format("gp{}", o) : "") +
+    return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ",
+                                             fmt::format("gcur{}", o), "sp", placed ? fmt::format("gp{}", o) : "") +
                          "    }\n");
   x.out += fmt::format("      sp[{}] = {};\n    }}\n", scale_offset(x, o, "C"), val);
 }
@@ -474,6 +474,13 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
     for (int u = 1; u < U; ++u) x.out += fmt::format("  if ((threadIdx.x & 31u) % {}u == {}u) grow_ = ix{}_[{}];\n", U, u, pl.ax_r, u);
     for (int o : placed) x.out += "  " + grouped_rows_place(x, o, "grow_", fmt::format("gpw{}", o));
   }
+  // Grouped scales walked per scale: one cursor per output over the chunks (kept where read).
+  std::vector<Decl> cursors;
+  for (size_t o = 0; o < x.p.outputs().size(); ++o)
+    if (x.p.outputs()[o].layout.grouped() && !grouped_one_per_row(x, int(o)))
+      cursors.push_back({fmt::format("gcur{}", o),
+                         fmt::format("  MxGroupCursor gcur{};  // the group of the scale placed last\n", o)});
+  if (!cursors.empty()) defer_decls(x, cursors);
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   std::vector<Decl> used_only = {{"cc", "    const int cc = cc_[u];\n"}};  // declared where the body below reads them
   const size_t decl_at = x.out.size();

@@ -149,6 +149,14 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
     for (int a = 0; a < rank; ++a)
       if (a != ax_c) l.tiles_r *= a == inner ? ceil_div(shape[size_t(a)], d->pad_rows) * d->pad_rows : shape[size_t(a)];
     check_32bit();
+    // Grouped scale rows are placed in 32 bits (mx_grouped_rows_place): each of G groups pads at
+    // most 127 rows, so the extent plus 128 G must stay below 2^31.
+    for (size_t a = 0; a < shape.size() && groups > 0; ++a)
+      if (groups >= k31 / 128 || shape[a] + 128 * groups >= k31)
+        throw UsageError(
+            fmt::format("launch: {} groups of a grouped scale layout pad an extent of {} along axis {} past 2^31 - 1 "
+                        "rows (this cast's kernel places them with 32-bit integers)",
+                        groups, shape[a], a));
     // x: slots of a row; y, z: groups of chunks_per_thread rows.
     const int64_t gx = ceil_div(l.tiles_c, threads), row_groups = ceil_div(l.tiles_r, d->chunks_per_thread);
     const int64_t gy = std::min<int64_t>(row_groups, 65535), gz = ceil_div(row_groups, gy);

@@ -303,7 +303,8 @@ bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   int tensors = 0;
   for (size_t k = 0; k < p.inputs().size(); ++k) {
     const InputDecl& in = p.inputs()[k];
-    if (in.kind == InputDecl::Kind::vector) continue;
+    if (in.kind == InputDecl::Kind::vector || in.kind == InputDecl::Kind::offsets)
+      continue;  // offsets: a grouped scale layout's
     if (in.kind != InputDecl::Kind::tensor || (in.dtype != DType::bf16 && in.dtype != DType::f16)) return false;
     if (!sc.vector_along(k, plan.ax_c)) return false;
     ++tensors;
@@ -321,13 +322,8 @@ bool columns_applies(const Pipeline& p, const ValueSet& v, const Plan& plan, con
     }
   }
   for (const Output& o : p.outputs()) {
-    if (o.kind == OutputKind::scales) {
-      if (o.layout.grouped()) return false;
-    } else if (o.kind == OutputKind::elems) {
-      if (o.layout.order(p.rank()).back() != block_of(o.node).axes[0]) return false;
-    } else {
-      return false;
-    }
+    if (o.kind == OutputKind::scales) continue;  // any scale layout, grouped ones too (emit_tile_scales)
+    if (o.kind != OutputKind::elems || o.layout.order(p.rank()).back() != block_of(o.node).axes[0]) return false;
   }
   return along_r;
 }

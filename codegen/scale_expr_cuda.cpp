@@ -26,18 +26,22 @@ class ScaleLowering {
   std::string cond(const NodePtr& n);
   /// Declares FP32 variable `name` = `rhs`, dropped by prune() where nothing reads it.
   void declare(const std::string& name, const std::string& rhs) {
+    names_.push_back({name, body.size()});
     body += fmt::format("{}const float {} = {};\n", ind_, name, rhs);
-    names_.push_back(name);
   }
   /// Drops the declarations (temporaries and declare()'s) that no later statement reads, last
   /// first, so that a kernel declares only what it reads.
   void prune();
-  /// The statements emitted so far.
+  /// The statements emitted so far; callers only append to it (prune() erases by offset).
   std::string body;
 
  private:
   std::string temp(const NodePtr& n, const char* type, const std::string& rhs);
-  std::vector<std::string> names_;  // declared, in order
+  struct Declared {
+    std::string name;
+    size_t at;  // the offset of its line in body
+  };
+  std::vector<Declared> names_;  // declared, in order
   std::string ind_;
   std::map<Op, std::string> vars_;
   std::map<std::string, std::string> done_;  // canonical text -> temporary
@@ -46,17 +50,17 @@ class ScaleLowering {
 
 std::string ScaleLowering::temp(const NodePtr& n, const char* type, const std::string& rhs) {
   const std::string name = fmt::format("{}{}", type[0] == 'b' ? 'c' : 'g', next_++);
+  names_.push_back({name, body.size()});
   body += fmt::format("{}const {} {} = {};\n", ind_, type, name, rhs);
-  names_.push_back(name);
   done_[canonical(n)] = name;
   return name;
 }
 
 void ScaleLowering::prune() {
+  // Last first: erasing a line leaves the offsets of the lines before it valid.
   for (auto it = names_.rbegin(); it != names_.rend(); ++it) {
-    const size_t at = body.find(fmt::format(" {} = ", *it));
-    const size_t line = body.rfind('\n', at) + 1, end = body.find('\n', at) + 1;  // npos + 1 == 0: the first line
-    if (!uses(body, *it, end)) body.erase(line, end - line);
+    const size_t end = body.find('\n', it->at) + 1;
+    if (!uses(body, it->name, end)) body.erase(it->at, end - it->at);
   }
 }
 

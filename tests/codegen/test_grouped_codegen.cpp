@@ -69,6 +69,9 @@ TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes th
         CAPTURE(col_major);
         // The block axis is the unit-stride axis: the direct kernel; otherwise the tiled one.
         CHECK((k.plan.kind == KernelKind::direct) == (block_axis == (col_major ? 0 : 1)));
+        // dim1 of a row-major bf16 input: the columns kernel, as without groups (the tiled one
+        // ran the K-group cast at 47% of copy, the columns one at 92%).
+        if (block_axis == 0 && !col_major) CHECK(k.plan.kind == KernelKind::columns);
         CHECK(k.plan.zero_outputs == std::vector<int>{1});
         // Token groups (one scale per row) in the direct kernel: each warp finds its row's group
         // once per chunk, all lanes together; elsewhere a walk over the groups per scale.
@@ -90,6 +93,12 @@ TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes th
         } else {
           CHECK(body.find("mx_grouped_blocked_offset") != std::string::npos);
           CHECK(body.find("mx_blocked_offset") == std::string::npos);
+          // The walk keeps the group it found last: one cursor, declared before the scales' loop.
+          const std::string cur = k.plan.kind == KernelKind::direct ? "gcur1" : "gcur";
+          const size_t decl = body.find(fmt::format("MxGroupCursor {};", cur));
+          CHECK(decl != std::string::npos);
+          CHECK(body.find(fmt::format("mx_grouped_blocked_offset<{}>({}, ",
+                                      group_axis == 1 - block_axis ? "true" : "false", cur)) > decl);
         }
         CHECK(body.find("Rp * Cp") == std::string::npos);
         CHECK(k.plan.params.fields.back().what == Param::in_extent);
@@ -109,4 +118,18 @@ TEST_CASE("kernels without a grouped layout include neither mx_grouped.cuh nor i
   CHECK(k.source.find("mx_blocked_offset") != std::string::npos);
   for (const ParamLayout::Field& f : k.plan.params.fields) CHECK(f.what != Param::in_extent);
   CHECK(k.plan.zero_outputs.empty());
+}
+
+TEST_CASE("grouped_blocked_128x4: the direct kernel places token-group rows in 32 bits; the launch keeps them there") {
+  const GeneratedKernel k = generate(grouped(DType::bf16, 1, 0), Target::parse("sm_90a"), input_order(false));
+  REQUIRE(k.plan.kind == KernelKind::direct);
+  // Each group pads at most 127 rows: the extent plus 128 per group stays below 2^31.
+  CHECK(k.plan.launch({16384, 5120}, 16).grid[0] > 0u);
+  CHECK(k.plan.launch({(int64_t(1) << 31) - 128 * 1000, 64}, 999).grid[0] > 0u);
+  CHECK_THROWS_WITH_AS(
+      k.plan.launch({(int64_t(1) << 31) - 128 * 1000, 64}, 1000),
+      doctest::Contains("launch: 1000 groups of a grouped scale layout pad an extent of 2147355648 along axis 0 "
+                        "past 2^31 - 1 rows"),
+      UsageError);
+  CHECK_THROWS_AS(k.plan.launch({1024, 64}, int64_t(1) << 40), UsageError);
 }
