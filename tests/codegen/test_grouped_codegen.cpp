@@ -69,8 +69,8 @@ TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes th
         CAPTURE(col_major);
         // The block axis is the unit-stride axis: the direct kernel; otherwise the tiled one.
         CHECK((k.plan.kind == KernelKind::direct) == (block_axis == (col_major ? 0 : 1)));
-        // dim1 of a row-major bf16 input: the columns kernel, as without groups (the tiled one
-        // ran the K-group cast at 47% of copy, the columns one at 92%).
+        // dim1 of a row-major bf16 input: the columns kernel, as without groups (docs/perf-log.md,
+        // sixteenth session).
         if (block_axis == 0 && !col_major) CHECK(k.plan.kind == KernelKind::columns);
         CHECK(k.plan.zero_outputs == std::vector<int>{1});
         // Token groups (one scale per row) in the direct kernel: each warp finds its row's group
