@@ -435,6 +435,42 @@ static std::string encoder_input(const Ctx& x, const NodePtr& q, int s, const st
   return r;
 }
 
+// Whether scale s's codes of q take the bracketed division (mx_div_bracket): a generic scale that
+// divides by one factor per block, cast by the FP8 cvt with saturation, no subnormal flush.
+static bool bracketed_divide(const Ctx& x, const NodePtr& q, int s, bool per_column, const std::string& signs8) {
+  const NodePtr& sn = x.v.scales[size_t(s)];
+  return !per_column && signs8.empty() && !q->flush_subnormals && q->saturate != Saturate::none && generic_scale(*sn) &&
+         divide_bracketable(*sn) && (q->elem == e4m3 || q->elem == e5m2) && x.target.hw_fp8();
+}
+
+// The pair codes pr<j> of n values src[e] divided by scale s's multiplier: both ends of the
+// bracket (mx_div_bracket) cast; the division, as encoder_input writes it, only for a chunk
+// where some value's ends differ.
+static void emit_bracketed_divide(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
+                                  const std::string& ind, const char* pair_fn) {
+  const Node& sn = *x.v.scales[size_t(s)];
+  const double top = q->elem.max_normal();
+  auto end = [&](int e, int side) {
+    return bracket_end(sn, top, fmt::format("__fmul_rn({}[{}], dv.{})", src, e, side ? "rh" : "rl"), side);
+  };
+  std::string prs;
+  for (int e = 0; e < n; e += 2) prs += fmt::format("{}pr{}", e ? ", " : "", e / 2);
+  x.out +=
+      fmt::format("{0}mx_u32 {1};\n{0}{{  // x / mult{2} between x * rl and x * rh (mx_div_bracket)\n", ind, prs, s);
+  x.out += fmt::format("{0}  const MxDivBracket dv = mx_div_bracket(mult{1});\n{0}  mx_u32 miss = dv.miss;\n", ind, s);
+  for (int e = 0; e < n; e += 2) {
+    x.out += fmt::format("{}  pr{} = {}({}, {});\n", ind, e / 2, pair_fn, end(e, 0), end(e + 1, 0));
+    x.out += fmt::format("{}  miss |= pr{} ^ {}({}, {});\n", ind, e / 2, pair_fn, end(e, 1), end(e + 1, 1));
+  }
+  x.out += fmt::format(
+      "{0}  if (miss) {{\n{0}    float y[{1}];\n#pragma unroll\n{0}    for (int e = 0; e < {1}; ++e) {{\n", ind, n);
+  x.out += encoder_input(x, q, s, src + "[e]", "y_", ind + "      ", fmt::format("mult{}", s));
+  x.out += fmt::format("{0}      y[e] = y_;\n{0}    }}\n", ind);
+  for (int e = 0; e < n; e += 2)
+    x.out += fmt::format("{}    pr{} = {}(y[{}], y[{}]);\n", ind, e / 2, pair_fn, e, e + 1);
+  x.out += fmt::format("{0}  }}\n{0}}}\n", ind);
+}
+
 void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, int n,
                        const std::function<std::string(int)>& lin, const std::string& ind, bool per_column,
                        const std::string& signs8) {
@@ -457,7 +493,9 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     }
   };
   bool eight = false;
-  if (pair_fn) {
+  if (pair_fn && bracketed_divide(x, q, s, per_column, signs8)) {
+    emit_bracketed_divide(x, q, s, src, n, ind, pair_fn);
+  } else if (pair_fn) {
     eight = !signs8.empty();  // the plan's eight_at_once (DirectPlan)
     if (eight && (per_column || n != 8 || std::string(pair_fn) != "mx_e2m1x2_fma"))
       throw Error("mxjit internal: eight E2M1 codes at once need 8 codes of one NVFP4 scale through mx_e2m1x2_fma");

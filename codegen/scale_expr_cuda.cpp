@@ -186,18 +186,37 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent, b
 }
 
 std::string generic_scale_element(const Node& sn, const std::string& x, const std::string& mult) {
-  std::string y = fmt::format("{}({}, {})", sn.apply == Apply::divide ? "__fdiv_rn" : "__fmul_rn", x, mult);
+  return generic_scale_clamp(sn,
+                             fmt::format("{}({}, {})", sn.apply == Apply::divide ? "__fdiv_rn" : "__fmul_rn", x, mult));
+}
+
+// A clamp bound that is neither NaN nor +-0 as FP32 (one min/max instruction: mx_fmin_num_c).
+static bool plain_bound(double b) { return float(b) != 0.0f && b == b; }
+
+std::string generic_scale_clamp(const Node& sn, const std::string& y) {
   const std::string lo = float_literal(sn.clamp_lo), hi = float_literal(sn.clamp_hi);
-  // Bounds that are neither NaN nor +-0 as FP32 take one min/max instruction each (mx_fmin_num_c).
-  const auto plain = [](double b) { return float(b) != 0.0f && b == b; };
-  const std::string c = plain(sn.clamp_lo) && plain(sn.clamp_hi) ? "_c" : "";
+  const std::string c = plain_bound(sn.clamp_lo) && plain_bound(sn.clamp_hi) ? "_c" : "";
   switch (sn.clamp) {
     case Clamp::none: break;
-    case Clamp::propagate_nan: y = fmt::format("mx_fmin_nan{3}(mx_fmax_nan{3}({0}, {1}), {2})", y, lo, hi, c); break;
-    case Clamp::ignore_nan: y = fmt::format("mx_fmin_num{3}(mx_fmax_num{3}({0}, {1}), {2})", y, lo, hi, c); break;
-    case Clamp::ignore_nan_hi: y = fmt::format("mx_fmax_num{3}(mx_fmin_num{3}({0}, {1}), {2})", y, hi, lo, c); break;
+    case Clamp::propagate_nan: return fmt::format("mx_fmin_nan{3}(mx_fmax_nan{3}({0}, {1}), {2})", y, lo, hi, c);
+    case Clamp::ignore_nan: return fmt::format("mx_fmin_num{3}(mx_fmax_num{3}({0}, {1}), {2})", y, lo, hi, c);
+    case Clamp::ignore_nan_hi: return fmt::format("mx_fmax_num{3}(mx_fmin_num{3}({0}, {1}), {2})", y, hi, lo, c);
   }
   return y;
+}
+
+bool divide_bracketable(const Node& sn) {
+  return sn.apply == Apply::divide &&
+         (sn.clamp == Clamp::none || (plain_bound(sn.clamp_lo) && plain_bound(sn.clamp_hi)));
+}
+
+std::string bracket_end(const Node& sn, double elem_max, const std::string& y, int side) {
+  if (sn.clamp == Clamp::none) return y;
+  // Bounds beyond the format's largest value change no finite value's saturated code.
+  const bool binds = float(sn.clamp_lo) > float(-elem_max) || float(sn.clamp_hi) < float(elem_max);
+  if (binds) return generic_scale_clamp(sn, y);
+  if (sn.clamp == Clamp::propagate_nan || side == 1) return y;
+  return fmt::format("mx_fmax_num_c({}, {})", y, float_literal(-elem_max));
 }
 
 std::string amax_drop_nan(const Node& sn, const std::string& u) {

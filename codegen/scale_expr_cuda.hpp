@@ -34,6 +34,21 @@ std::string generic_scale_from_amax(const Node& sn, const std::string& indent, b
 /// rounded multiply or divide, then the clamp with its NaN behaviour), ready for the cast.
 std::string generic_scale_element(const Node& sn, const std::string& x, const std::string& mult);
 
+/// C expression: `y` through generic scale `sn`'s clamp (with its NaN behaviour), or `y`.
+std::string generic_scale_clamp(const Node& sn, const std::string& y);
+
+/// Whether generic scale `sn`'s elements, clamp(x / mult) cast by a saturating RN conversion,
+/// can take the bracketed division (emit_packed_codes): it divides, and its clamp's bounds are
+/// neither NaN nor +-0 (then the clamp is monotone within each sign).
+bool divide_bracketable(const Node& sn);
+
+/// C expression: what the bracketed division applies to its end `y` (side 0: x times the
+/// smaller reciprocal, 1: the larger) for generic scale `sn` cast to a saturating format whose
+/// largest finite value is `elem_max`: the whole clamp where it binds finite values, else the
+/// clamp's NaN rule on side 0 only (a NaN made -elem_max, whose code side 1's NaN never equals,
+/// so a NaN falls to the division), else nothing (NaN stays NaN on both sides and in the division).
+std::string bracket_end(const Node& sn, double elem_max, const std::string& y, int side);
+
 /// The statement "if (u > 0x7f800000u) u = 0u; " dropping a NaN |x| bit pattern `u` from the
 /// amax of scale `sn` when its AmaxNan is ignore (CUDA fmaxf's reduction), else "".
 std::string amax_drop_nan(const Node& sn, const std::string& u);

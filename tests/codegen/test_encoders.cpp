@@ -418,3 +418,76 @@ TEST_CASE("mx_drop_nan2: NaN lanes of |x| words become +0, every bf16 and f16 la
     }
   CHECK(bad == 0);
 }
+
+TEST_CASE(
+    "the bracketed division (mx_div_bracket): where both ends give one code it is the code of x / d rounded once" *
+    doctest::test_suite("slow")) {
+  // The divisors: vLLM's scales RN(max(amax, 1e-10) / 448) for bf16 amax across the range, random
+  // FP32 magnitudes of both signs, powers of two, and the edges of the bracket's range of d.
+  std::vector<float> ds;
+  for (uint32_t a = 0; a < 0x7f80u; a += 101) ds.push_back(std::max(mx_as_float(a << 16), 1e-10f) / 448.0f);
+  uint64_t z = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 160; ++i) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    ds.push_back(mx_as_float(uint32_t(z >> 32) & 0xbfffffffu));  // exponents below 2^1 and their negatives
+    ds.push_back(mx_as_float((uint32_t(z >> 32) & 0x3fffffffu) + 0x3f000000u));  // larger exponents too
+  }
+  for (int k = -126; k <= 127; k += 9) ds.push_back(std::ldexp(1.0f, k));
+  for (uint32_t u :
+       {0x01000000u, 0x01000001u, 0x7cffffffu, 0x00ffffffu, 0x7d000000u, 0x00000001u, 0x7f800000u, 0x7fc00000u})
+    ds.push_back(mx_as_float(u));
+  struct Case {
+    const char* what;
+    bool e5m2;
+    int clamp;  // 0 none, 1 fminf(fmaxf(., lo), hi) (vLLM's), 2 with NaN kept
+    float lo, hi;
+  };
+  const Case cases[] = {{"e4m3, vLLM's clamp to +-448", false, 1, -448.0f, 448.0f},
+                        {"e4m3, a clamp that binds (+-300)", false, 1, -300.0f, 300.0f},
+                        {"e4m3, a NaN-keeping clamp that binds", false, 2, -300.0f, 300.0f},
+                        {"e4m3, no clamp", false, 0, 0.0f, 0.0f},
+                        {"e5m2, clamp to +-57344", true, 1, -57344.0f, 57344.0f}};
+  for (const Case& c : cases) {
+    const float top = c.e5m2 ? 57344.0f : 448.0f;
+    const bool binds = c.clamp && (c.lo > -top || c.hi < top);
+    auto code = [&](float v) { return c.e5m2 ? mx_encode_rne<5, 2, 2, false>(v) : mx_encode_rne<4, 3, 1, false>(v); };
+    auto clamp = [&](float v) {
+      if (c.clamp == 1) return mx_fmin_num_c(mx_fmax_num_c(v, c.lo), c.hi);
+      if (c.clamp == 2) return mx_fmin_nan_c(mx_fmax_nan_c(v, c.lo), c.hi);
+      return v;
+    };
+    // What the generated code applies to each end (codegen bracket_end).
+    auto end = [&](float v, int side) {
+      if (binds) return clamp(v);
+      return c.clamp == 1 && side == 0 ? mx_fmax_num_c(v, -top) : v;
+    };
+    uint64_t pairs = 0, divided = 0, divided_nan = 0, bad = 0;  // pairs with d in the bracket's range
+    for (float d : ds) {
+      const auto b0 = mx_div_bracket(d);
+      // The GPU's r is rcp.approx (within 2 ulp of 1 / d): the ends from r off by -2, 0 and +2 ulp.
+      for (int off : {-2, 0, 2}) {
+        const float r = mx_as_float(mx_as_uint(1.0f / d) + uint32_t(off));
+        const float rl = b0.miss ? 0.0f : r * 0x1.ffffep-1f, rh = b0.miss ? 0.0f : r * 0x1.00001p+0f;
+        for (uint32_t h = 0; h < 0x10000u; ++h) {
+          const float x = mx_as_float(h << 16);
+          const uint32_t want = code(clamp(x / d));
+          const uint32_t a = code(end(x * rl, 0)), b = code(end(x * rh, 1));
+          if (b0.miss) continue;
+          ++pairs;
+          if (a != b) {
+            ++(x != x ? divided_nan : divided);
+            continue;
+          }
+          if (a != want && bad++ < 5)
+            MESSAGE(fmt::format("{}: x 0x{:04x} / d 0x{:08x} (r {:+d} ulp): 0x{:02x}, the division 0x{:02x}", c.what, h,
+                                mx_as_uint(d), off, a, want));
+        }
+      }
+    }
+    INFO(c.what);
+    CHECK(bad == 0);
+    // Besides NaN (where the clamp drops it), only values near a rounding boundary divide.
+    CHECK(divided < pairs / 1000);
+    MESSAGE(fmt::format("{}: {} pairs, {} through the division, and {} NaN", c.what, pairs, divided, divided_nan));
+  }
+}

@@ -136,6 +136,28 @@ TEST_CASE("generic scales: exact FP32 intrinsics, the definition's amax, clamp a
   CHECK(v.find("mx_fmin_num_c(mx_fmax_num_c(__fdiv_rn(y_, mult0), mx_float(0xc3e00000u)), mx_float(0x43e00000u))") != std::string::npos);
   CHECK(v.find("mx_cvt_e4m3x2(") != std::string::npos);
   CHECK(v.find("_nosat") == std::string::npos);
+  // The division only where the bracket's ends differ (mx_div_bracket); the clamp to +-448 binds
+  // no finite value, so only the lower end makes a NaN -448 (then the ends differ).
+  CHECK(v.find("const MxDivBracket dv = mx_div_bracket(mult0);") != std::string::npos);
+  CHECK(v.find("pr0 = mx_cvt_e4m3x2(mx_fmax_num_c(__fmul_rn(v0[0], dv.rl), mx_float(0xc3e00000u)), "
+               "mx_fmax_num_c(__fmul_rn(v0[1], dv.rl), mx_float(0xc3e00000u)));") != std::string::npos);
+  CHECK(v.find("miss |= pr0 ^ mx_cvt_e4m3x2(__fmul_rn(v0[0], dv.rh), __fmul_rn(v0[1], dv.rh));") != std::string::npos);
+  CHECK(v.find("if (miss) {") < v.find("__fdiv_rn(y_, mult0)"));
+  // A clamp that binds: the whole clamp on both ends. No clamp: the products alone.
+  PeerDef b{"vllm clamp 300", recipes::vllm_group(e4m3, false)};
+  b.def.clamp_lo = -300, b.def.clamp_hi = 300;
+  const std::string vb = source_of(peer_cast(b, e4m3, Shape::dim0));
+  CHECK(
+      vb.find("mx_fmin_num_c(mx_fmax_num_c(__fmul_rn(v0[0], dv.rh), mx_float(0xc3960000u)), mx_float(0x43960000u))") !=
+      std::string::npos);
+  b.def.clamp = Clamp::none;
+  CHECK(source_of(peer_cast(b, e4m3, Shape::dim0))
+            .find("pr0 = mx_cvt_e4m3x2(__fmul_rn(v0[0], dv.rl), __fmul_rn(v0[1], dv.rl));") != std::string::npos);
+  // The columns kernel: a thread's values of one column share its factor, so they bracket too.
+  CHECK(vc.find("const MxDivBracket dv = mx_div_bracket(mult0);") != std::string::npos);
+  // Saturate::none (overflow to NaN: not monotone) divides every value.
+  PeerDef ns{"vllm nosat", recipes::vllm_group(e4m3, false), Saturate::none};
+  CHECK(source_of(peer_cast(ns, e4m3, Shape::dim0)).find("mx_div_bracket(mult") == std::string::npos);
   // A bound of +-0 keeps the signed-zero-exact helpers (fminf may pick either zero).
   PeerDef z{"vllm clamp at 0", recipes::vllm_group(e4m3, false)};
   z.def.clamp_lo = 0;
