@@ -48,13 +48,7 @@ bool has_grouped_layout(const Pipeline& p) {
   return false;
 }
 
-bool grouped_one_per_row(const Ctx& x, int o) {
-  const Output& out = x.p.outputs().at(size_t(o));
-  if (!out.layout.grouped() || out.dtype != DType::u8 || x.p.input_index(out.layout.group_offsets()) < 0) return false;
-  const NodePtr& sn = x.v.scales.at(size_t(x.v.output_index.at(size_t(o))));
-  const int ra = blocked_axes(block_of(sn), x.plan.rank).first, ga = out.layout.group_axis();
-  return ga == ra && ra == x.plan.ax_r && block_of(sn).size_along(ga) == 1;
-}
+bool grouped_one_per_row(const Ctx& x, int o) { return grouped_one_per_row(x.p, x.v, x.plan, o); }
 
 std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, const std::string& var) {
   if (!grouped_one_per_row(x, o)) return "";
@@ -62,6 +56,10 @@ std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, cons
   const int k = x.p.input_index(out.layout.group_offsets()), ga = out.layout.group_axis();
   return fmt::format("const mx_i64 {} = mx_grouped_rows_place(static_cast<const int*>(P.in[{}]), P.in_stride[{}][0], "
                      "P.in_extent[{}], P.shape[{}], {});\n", var, k, k, k, ga, row);
+}
+
+std::string group_cursor_decl(const std::string& cursor, const std::string& indent) {
+  return fmt::format("{}MxGroupCursor {};  // the group of the scale placed last\n", indent, cursor);
 }
 
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
@@ -77,8 +75,9 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
   // The scale's (row, column) from its indices along the tile axes.
   const std::string& row = ra == x.plan.ax_r ? s_r : s_c;
   const std::string& col = ca == x.plan.ax_r ? s_r : s_c;
-  std::string s = fmt::format("{{  // {}: group ends from input '{}' (device); padding zeroed at launch\n",
-                              out.layout.str(), out.layout.group_offsets());
+  std::string s = fmt::format("{{  // {}: group ends from input '{}' (device); padding zeroed {}\n", out.layout.str(),
+                              out.layout.group_offsets(),
+                              direct_writes_padding(x.p, x.v, x.plan, o) ? "at the kernel's start" : "at launch");
   s += fmt::format("  const mx_i64 gs_r = {}, gs_c = {}, gs_nr = P.out_shape[{}][{}], gs_nc = P.out_shape[{}][{}];\n", row,
                    col, o, ra, o, ca);
   s += "  if (gs_r < gs_nr && gs_c < gs_nc) {\n";
@@ -800,7 +799,7 @@ void emit_tile_scales(Ctx& x, int o) {
     x.out += "        else for (int e = 0; e < 4; ++e) p[e] = mx_u8(w >> (8 * e));\n";
     x.out += "      }\n    } else\n";
   }
-  if (out.layout.grouped()) x.out += "    MxGroupCursor gcur;  // the group of the scale placed last\n";
+  if (out.layout.grouped()) x.out += group_cursor_decl("gcur", "    ");
   x.out += "    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
   x.out += r_fast ? "      const int ir = k % nsr, ic = k / nsr;\n" : "      const int ir = k / nsc, ic = k % nsc;\n";
   x.out += "      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";

@@ -179,8 +179,8 @@ bool has_grouped_layout(const Pipeline& p);
 /// along ax_c, through the byte pointer `ptr` (default: the output's own P.out[o]). The offset
 /// comes from the prelude's mx_grouped_blocked_offset, which reads the group ends from the
 /// layout's offsets input on the device; scales outside the scale tensor or past the last group
-/// end are not stored. Padding is not written: the launcher zeroes the whole output first
-/// (Plan::zero_outputs).
+/// end are not stored. Padding is not written here: the launcher zeroes the whole output first
+/// (Plan::zero_outputs), or the direct kernel writes it at its start (direct_writes_padding).
 /// `cursor`: an MxGroupCursor the caller declared where its scales' loop starts (the group found
 /// last; the walk runs only for a scale outside it). `placed`: a variable holding the scale row's
 /// padded row (grouped_rows_place), for layouts grouped by rows with one scale per row: then no
@@ -188,6 +188,9 @@ bool has_grouped_layout(const Pipeline& p);
 std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, const std::string& s_c,
                                 const std::string& val, const std::string& indent, const std::string& cursor,
                                 const std::string& ptr = "", const std::string& placed = "");
+
+/// The declaration of `cursor`, the MxGroupCursor grouped_scale_store reads, as a line at `indent`.
+std::string group_cursor_decl(const std::string& cursor, const std::string& indent);
 
 /// True when output o's layout is grouped by rows with one scale per domain row along the tile's
 /// row axis: then the warp can find each scale row's padded row once (grouped_rows_place) instead

@@ -18,6 +18,7 @@
 #include "codegen/emit_direct2d.hpp"
 #include "codegen/emit_expr.hpp"
 #include "codegen/layout_cuda.hpp"
+#include "codegen/plan_rules.hpp"
 #include "codegen/scale_expr_cuda.hpp"
 #include "dsl/errors.hpp"
 
@@ -478,8 +479,7 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   std::vector<Decl> cursors;
   for (size_t o = 0; o < x.p.outputs().size(); ++o)
     if (x.p.outputs()[o].layout.grouped() && !grouped_one_per_row(x, int(o)))
-      cursors.push_back({fmt::format("gcur{}", o),
-                         fmt::format("  MxGroupCursor gcur{};  // the group of the scale placed last\n", o)});
+      cursors.push_back({fmt::format("gcur{}", o), group_cursor_decl(fmt::format("gcur{}", o), "  ")});
   if (!cursors.empty()) defer_decls(x, cursors);
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   std::vector<Decl> used_only = {{"cc", "    const int cc = cc_[u];\n"}};  // declared where the body below reads them
@@ -751,6 +751,20 @@ void emit_direct_kernel(Ctx& x) {
       x.out += fmt::format("  mx_block_amax_publish(static_cast<mx_u32*>(P.out[{}]), {}[{}]);\n", o,
                            amax_accumulator(x.p.outputs()[size_t(o)]), r);
     }
+  // Grouped layouts whose padding this kernel writes (no launcher memset: Plan::zero_outputs), last,
+  // where nothing else is live (at the start the inlined walk spilled the phases' registers).
+  for (size_t o = 0; o < x.p.outputs().size(); ++o) {
+    if (!direct_writes_padding(x.p, x.v, pl, int(o))) continue;
+    const Output& out = x.p.outputs()[o];
+    const int k = x.p.input_index(out.layout.group_offsets()), ga = out.layout.group_axis();
+    const int ca = blocked_axes(block_of(x.v.scales.at(size_t(x.v.output_index.at(o)))), pl.rank).second;
+    x.out += fmt::format("  // Output '{}' ({}): its padding rows and columns, zeros, by every warp.\n", out.name,
+                         out.layout.str());
+    x.out += fmt::format(
+        "  mx_grouped_rows_pad(static_cast<mx_u8*>(P.out[{}]), static_cast<const int*>(P.in[{}]), P.in_stride[{}][0], "
+        "P.in_extent[{}], P.shape[{}], P.out_shape[{}][{}]);\n",
+        o, k, k, k, ga, o, ca);
+  }
   x.out += "}\n";
 }
 

@@ -407,4 +407,16 @@ Schedule fit_schedule(const Schedule& s, KernelKind k, bool vector_columns, Fit 
   return r;
 }
 
+bool grouped_one_per_row(const Pipeline& p, const ValueSet& v, const Plan& plan, int o) {
+  const Output& out = p.outputs().at(size_t(o));
+  if (!out.layout.grouped() || out.dtype != DType::u8 || p.input_index(out.layout.group_offsets()) < 0) return false;
+  const NodePtr& sn = v.scales.at(size_t(v.output_index.at(size_t(o))));
+  const int ra = blocked_axes(block_of(sn), plan.rank).first, ga = out.layout.group_axis();
+  return ga == ra && ra == plan.ax_r && block_of(sn).size_along(ga) == 1;
+}
+
+bool direct_writes_padding(const Pipeline& p, const ValueSet& v, const Plan& plan, int o) {
+  return plan.kind == KernelKind::direct && p.rank() == 2 && grouped_one_per_row(p, v, plan, o);
+}
+
 }  // namespace mxjit::detail

@@ -31,6 +31,15 @@ void check_tensorwise_runs(const Pipeline& p, const ValueSet& v);
 /// input's unit-stride axis; ax_r the last other axis, the rest batch axes.
 void choose_tensorwise_axes(const Pipeline& p, const StrideClass& sc, Plan& plan);
 
+/// True when output o of `p` is a grouped layout split along the plan's row axis ax_r with one
+/// byte scale per domain row (token groups of 1 x N blocks): a warp then places each scale row
+/// once (mx_grouped_rows_place), and the direct kernel of a rank-2 cast writes the layout's
+/// padding itself (direct_writes_padding).
+bool grouped_one_per_row(const Pipeline& p, const ValueSet& v, const Plan& plan, int o);
+/// True when the direct kernel of `plan` writes output o's padding (mx_grouped_rows_pad), so the
+/// launcher need not zero it first: rank-2 casts with grouped_one_per_row.
+bool direct_writes_padding(const Pipeline& p, const ValueSet& v, const Plan& plan, int o);
+
 /// The jagged scale of `v` (a scale whose blocks are jagged groups), or null.
 NodePtr jagged_scale(const ValueSet& v);
 

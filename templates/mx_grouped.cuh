@@ -25,8 +25,9 @@
 //     | (no grp) |       |  (pad 0) |                                 +-------+-------+------+
 //     +----------+ R     +----------+ P_2
 //
-// blocked(r, c; Cp) is mx_blocked_offset<128, 4>(0, r, c, -, Cp); padding bytes are zeroed by the
-// launcher before the kernel runs (cuMemsetD8Async), so kernels write real scales only.
+// blocked(r, c; Cp) is mx_blocked_offset<128, 4>(0, r, c, -, Cp). Padding bytes are zeroed by the
+// launcher before the kernel runs (cuMemsetD8Async), so kernels write real scales only, except
+// where the direct kernel writes them itself (mx_grouped_rows_pad below).
 //
 // A thread's scales mostly fall in one group (a tile spans few), so the group found last is kept
 // in a cursor and the walk runs again only for a coordinate outside it. The group the walk finds
@@ -60,6 +61,34 @@ MX_D mx_i64 mx_grouped_blocked_offset(MxGroupCursor& cur, const int* ends, mx_i6
   return cur.pad * ((R + 127) / 128 * 128) + mx_blocked_offset<128, 4>(0, r, c - cur.s, 0, (cur.e - cur.s + 3) / 4 * 4);
 }
 
+// One pass of the warp over groups h0 .. h0 + 31 (lane h0 + lane; lanes past G repeat the last
+// end): e the lane's end, clamped into [previous end, ext] (a prefix max from `lo`, the end before
+// h0), prev the end before it, n = roundup(e - prev, 128) its padded rows, incl the sum of n over
+// lanes 0 .. lane. Every lane of the warp calls it, converged.
+struct MxGroupPass {
+  int e, prev, n, incl;
+};
+MX_D MxGroupPass mx_group_pass(const int* ends, mx_i64 es, int G, int ext, int h0, int lo, int lane) {
+  int e = h0 + lane < G ? ends[mx_i64(h0 + lane) * es] : lo;
+  e = e > lo ? e : lo;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int o = __shfl_up_sync(0xffffffffu, e, d);
+    if (lane >= d && o > e) e = o;
+  }
+  e = e < ext ? e : ext;
+  int prev = __shfl_up_sync(0xffffffffu, e, 1);
+  if (lane == 0) prev = lo;
+  const int n = (e - prev + 127) & ~127;
+  int incl = n;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int o = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += o;
+  }
+  return {e, prev, n, incl};
+}
+
 // The padded row of scale row r in grouped_blocked_128x4 by rows with one scale per domain row
 // (blk = 1): pad_g + (r - s_g) for the group g holding r, or -1 past the last end; the walk's
 // answer above (ends clamped into [previous end, ext]) found by the warp together, 32 groups at a
@@ -72,23 +101,8 @@ MX_D mx_i64 mx_grouped_rows_place(const int* ends, mx_i64 es, mx_i64 G64, mx_i64
   const int lane = int(threadIdx.x & 31u), G = int(G64), ext = int(ext64), r = int(r64);
   int lo = 0, pad = 0, placed = -1;  // carried over chunks: the last clamped end, its padded start
   for (int h0 = 0; h0 < G; h0 += 32) {
-    int e = h0 + lane < G ? ends[mx_i64(h0 + lane) * es] : lo;
-    e = e > lo ? e : lo;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int o = __shfl_up_sync(0xffffffffu, e, d);
-      if (lane >= d && o > e) e = o;
-    }
-    e = e < ext ? e : ext;
-    int prev = __shfl_up_sync(0xffffffffu, e, 1);
-    if (lane == 0) prev = lo;
-    const int n = (e - prev + 127) & ~127;
-    int incl = n;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int o = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += o;
-    }
+    const MxGroupPass g = mx_group_pass(ends, es, G, ext, h0, lo, lane);
+    const int e = g.e, prev = g.prev, n = g.n, incl = g.incl;
     // pos: how many of this chunk's lanes end at or before r (lanes past G end at the last end).
     int pos = 0;
 #pragma unroll
@@ -105,4 +119,64 @@ MX_D mx_i64 mx_grouped_rows_place(const int* ends, mx_i64 es, mx_i64 G64, mx_i64
     pad += __shfl_sync(0xffffffffu, incl, 31);
   }
   return placed;
+}
+
+// The padding of grouped_blocked_128x4 by rows with one scale per domain row (R = ext scale rows,
+// C columns, the buffer's bound of roundup(R, 128) + 128 G rows), written as zeros by every warp of
+// the grid together, so the launcher need not clear the buffer first. Each group's padded rows
+// start at a multiple of 128, so each 128-row band of storage (128 Cp bytes, one 128x4 tile per
+// 4 columns) lies in one group: its first k rows are real (k = 128 for a band inside a group, 0 past
+// the last group's end), the rest padding. A band's warp finds k as mx_grouped_rows_place finds a
+// row (ends clamped the same way, 32 groups a pass) and zeroes the 16-byte lines of padding rows;
+// of a real row it zeroes only the bytes of columns C .. Cp - 1 (the kernel's stores write the
+// others). Every lane of a warp calls it, converged; all in 32 bits under the same launch bound.
+//
+//   a tile's 16-byte line L holds rows L, L+32, L+64, L+96 (4 columns each):
+//     line L: [ row L | row L+32 | row L+64 | row L+96 ]  a word is padding where its row >= k
+MX_D void mx_grouped_rows_pad(mx_u8* out, const int* ends, mx_i64 es, mx_i64 G64, mx_i64 ext64, mx_i64 C64) {
+  const int lane = int(threadIdx.x & 31u), G = int(G64), ext = int(ext64), C = int(C64), Cp = (C + 3) & ~3;
+  const int bands = (ext + 127) / 128 + G;
+  const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const unsigned warps = gridDim.x * gridDim.y * gridDim.z * (blockDim.x / 32u);
+#pragma unroll 1
+  for (unsigned band = cta * (blockDim.x / 32u) + threadIdx.x / 32u; band < unsigned(bands); band += warps) {
+    const int b0 = int(band) * 128;
+    int lo = 0, pad = 0, k = 0;  // carried over passes: the last clamped end, its padded start
+    for (int h0 = 0; h0 < G; h0 += 32) {
+      const MxGroupPass g = mx_group_pass(ends, es, G, ext, h0, lo, lane);
+      const int e = g.e, prev = g.prev, n = g.n, incl = g.incl;
+      const int start = pad + incl - n;  // this lane's group's padded start
+      const unsigned mine = __ballot_sync(0xffffffffu, h0 + lane < G && start <= b0 && b0 < start + n);
+      if (mine) {
+        const int src = __ffs(mine) - 1;
+        const int real = __shfl_sync(0xffffffffu, e - prev, src) - (b0 - __shfl_sync(0xffffffffu, start, src));
+        k = real < 128 ? real : 128;
+        break;
+      }
+      lo = __shfl_sync(0xffffffffu, e, 31);
+      pad += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (k == 128 && C == Cp) continue;  // a band of real rows and no column padding
+    mx_u8* const base = out + mx_i64(b0) * Cp;
+    const unsigned al = unsigned(reinterpret_cast<mx_u64>(out) & 15u);  // the buffer's start: any address
+    // The band's 16-byte lines: Cp / 4 tiles of 32 (of a band of real rows, the last tile's only).
+#pragma unroll 1
+    for (int i = (k == 128 ? 8 * Cp - 32 : 0) + lane; i < 8 * Cp; i += 32) {
+      const int L = i & 31, tc = i >> 5;
+      mx_u8* const line = base + mx_i64(i) * 16;
+      if (L >= k && al == 0u) {
+        *reinterpret_cast<uint4*>(line) = make_uint4(0u, 0u, 0u, 0u);
+        continue;
+      }
+#pragma unroll 1
+      for (int j = 0; j < 4; ++j) {
+        // Columns from c0 on of row L + 32 j: all four of a padding row, those past C of a real one.
+        const int c0 = L + 32 * j >= k ? 0 : (tc == Cp / 4 - 1 ? (C & 3) : 0);
+        if (L + 32 * j < k && c0 == 0) continue;
+        if (c0 == 0 && (al & 3u) == 0u) *reinterpret_cast<mx_u32*>(line + 4 * j) = 0u;
+        else
+          for (int c = c0; c < 4; ++c) line[4 * j + c] = 0;
+      }
+    }
+  }
 }

@@ -57,7 +57,8 @@ TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a"
   MESSAGE("compiled " << compiled << " grouped-layout kernels");
 }
 
-TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes the scales first") {
+TEST_CASE(
+    "grouped_blocked_128x4: both emitters write it; its padding is the direct kernel's for token groups, else the launcher's") {
   const Target t = Target::parse("sm_90a");
   for (int block_axis : {1, 0})
     for (int group_axis : {0, 1})
@@ -72,10 +73,17 @@ TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes th
         // dim1 of a row-major bf16 input: the columns kernel, as without groups (docs/perf-log.md,
         // sixteenth session).
         if (block_axis == 0 && !col_major) CHECK(k.plan.kind == KernelKind::columns);
-        CHECK(k.plan.zero_outputs == std::vector<int>{1});
         // Token groups (one scale per row) in the direct kernel: each warp finds its row's group
         // once per chunk, all lanes together; elsewhere a walk over the groups per scale.
         const bool warp_place = k.plan.kind == KernelKind::direct && group_axis == 1 - block_axis;
+        // There the kernel writes the padding last (every warp, a 128-row band each); elsewhere the
+        // launcher zeroes the buffer first.
+        CHECK(k.plan.zero_outputs == (warp_place ? std::vector<int>{} : std::vector<int>{1}));
+        const size_t pad_at = k.source.find(
+            "mx_grouped_rows_pad(static_cast<mx_u8*>(P.out[1]), static_cast<const int*>(P.in[1]), "
+            "P.in_stride[1][0], P.in_extent[1], P.shape[");
+        CHECK((pad_at != std::string::npos) == warp_place);
+        if (warp_place) CHECK(pad_at > k.source.rfind("mx_grouped_rows_place("));
         if (warp_place)
           CHECK(k.source.find("mx_grouped_rows_place(") != std::string::npos);
         else
@@ -84,7 +92,7 @@ TEST_CASE("grouped_blocked_128x4: both emitters write it; the launcher zeroes th
         CHECK(k.source.find("mx_i64 in_extent[2];") != std::string::npos);
         CHECK(k.source.find("#include \"mx_grouped.cuh\"") != std::string::npos);
         CHECK(k.source.find("P.in_extent[1]") != std::string::npos);
-        // Padding is the launcher's: the kernel body stores through the grouped offset only.
+        // The scales themselves: stored through the grouped offset only.
         const std::string body = k.source.substr(k.source.find("extern \"C\" __global__"));
         if (warp_place) {
           CHECK(body.find("gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;") !=

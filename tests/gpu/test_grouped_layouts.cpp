@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/emit.hpp"
 #include "gpu/check.hpp"
+#include "runtime/compile.hpp"
 
 using namespace mxjit;
 using namespace mxjit::test;
@@ -103,7 +105,7 @@ std::pair<int64_t, std::vector<int32_t>> domain_ends(const Groups& g, int64_t un
 /// and checks the 64 guard bytes after each GPU output. Returns the number of bad bytes.
 int64_t check_grouped(const Pipeline& p, DType dt, std::vector<int64_t> shape, bool col_major_input,
                       const std::vector<int32_t>& ref_ends, const std::vector<int32_t>& gpu_ends, uint64_t seed,
-                      bool adversarial, const std::string& label) {
+                      bool adversarial, const std::string& label, size_t out_shift = 0) {
   REQUIRE(p.inputs().size() == 2);
   REQUIRE(p.inputs()[1].name == "offs");
   REQUIRE(ref_ends.size() == gpu_ends.size());
@@ -118,7 +120,7 @@ int64_t check_grouped(const Pipeline& p, DType dt, std::vector<int64_t> shape, b
     return t;
   };
   std::vector<HostTensor> ref_in = tensors(ref_ends), gpu_in = tensors(gpu_ends);
-  return check_against_reference(jit(p), ref_in, label, shape, G, &gpu_in);
+  return check_against_reference(jit(p), ref_in, label, shape, G, &gpu_in, out_shift);
 }
 
 /// One (dim, group axis) combination over every group set, both input dtypes and both input
@@ -214,6 +216,30 @@ TEST_CASE("grouped_blocked_128x4 on the GPU: scales only, beside linear scales, 
   const std::vector<int32_t> token_ends = {0, 32, 992, 992, 2048, 2080, 2270};  // M = 2270: the last group ends in a tail block
   for (bool col_major_input : {false, true})
     CHECK(check_grouped(both, DType::bf16, {2270, 192}, col_major_input, token_ends, token_ends, 702, true, "dim0 + dim1") == 0);
+}
+
+TEST_CASE(
+    "grouped_blocked_128x4 on the GPU: token groups' padding written by the direct kernel (any buffer start, grid-stride bands)") {
+  MXJIT_REQUIRE_GPU();
+  // The direct kernel zeroes the padding rows and columns itself (mx_grouped_rows_pad; no memset):
+  // every byte of the poisoned buffer is compared, at buffer starts 1, 2, 4 and 8 bytes past a
+  // 16-byte boundary, for K with and without padding columns (C = 7, 8, 129), and for more bands
+  // than the grid has warps (one row, 300 groups: each warp walks several bands).
+  std::vector<int32_t> many(300);
+  for (int h = 0; h < 300; ++h) many[size_t(h)] = h == 150 ? 1 : (h > 150 ? 1 : 0);
+  const std::vector<int32_t> ends = {0, 1, 32, 65, 1065};
+  int n = 0;
+  for (size_t shift : {size_t(0), size_t(1), size_t(2), size_t(4), size_t(8)})
+    for (int64_t K : {200, 256, 4128}) {
+      const Pipeline p = grouped_cast(DType::bf16, 1, 0, Recipe::e4m3_rceil);
+      REQUIRE(detail::make_plan(p, current_target(), detail::default_stride_class(p)).zero_outputs.empty());
+      const std::string label = fmt::format("token groups, K {}, buffer start +{}", K, shift);
+      CHECK(check_grouped(p, DType::bf16, {1100, K}, false, ends, ends, 900 + n, n % 2 == 0, label, shift) == 0);
+      CHECK(check_grouped(p, DType::bf16, {1, K}, false, many, many, 950 + n, false,
+                          label + ", 300 groups over one row", shift) == 0);
+      ++n;
+    }
+  MESSAGE("cases: " << n);
 }
 
 TEST_CASE("grouped_blocked_128x4 on the GPU: ends the device clamps (negative, decreasing, past the extent)") {

@@ -1,11 +1,11 @@
 // ==== mxjit generated kernel ========================================================
-// mxjit_direct_dim0_e4m3_rceil_bf16_ba5dde5e
-// generator mxjit-gen-34  target sm_100a  stride class sc(1a,0)
+// mxjit_direct_dim0_e4m3_rceil_bf16_649524d3
+// generator mxjit-gen-35  target sm_100a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
 //   direct: block_cols=32 lanes_per_block=4 chunks_per_thread=4 pad=1x1 row_step=1 wide_rows=0 scatter_scales=[0] e2m1_words=[0] eight_at_once=[0] blocked_scales=[-,-]
-//   launch: rank=2 ax_r=0 ax_c=1 batch=[] threads=256 ctas_per_sm=8 smem=0 zero=[1] prepass=none
+//   launch: rank=2 ax_r=0 ax_c=1 batch=[] threads=256 ctas_per_sm=8 smem=0 zero=[] prepass=none
 //   params: in:2 out:2 shape:2 in_stride:4 out_stride:4 out_shape:4 tiles_r:1 tiles_c:1 aux:1 in_extent:2
 //   schedule: tune()
 // ====================================================================================
@@ -32,7 +32,7 @@ struct MxParams {
   mx_i64 in_extent[2];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)
 };
 
-extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rceil_bf16_ba5dde5e(const MxParams P) {
+extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rceil_bf16_649524d3(const MxParams P) {
   const int n_c = int(P.shape[1]);
   const int nblk = (n_c + 32 - 1) / 32;
   const unsigned slots = unsigned(nblk) * 4u;  // chunk slots per row: 4 lanes per block
@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
     if (ok[u] && (threadIdx.x % 4) == 0 && cc < n_c) {
       mx_u8* const sp = static_cast<mx_u8*>(P.out[1]);
       const int C = cc / 32;
-      {  // grouped_blocked128x4(0,offs): group ends from input 'offs' (device); padding zeroed at launch
+      {  // grouped_blocked128x4(0,offs): group ends from input 'offs' (device); padding zeroed at the kernel's start
         const mx_i64 gs_r = ix0, gs_c = C, gs_nr = P.out_shape[1][0], gs_nc = P.out_shape[1][1];
         if (gs_r < gs_nr && gs_c < gs_nc) {
           const mx_i64 gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;
@@ -140,4 +140,6 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
       }
     }
   }
+  // Output 's' (grouped_blocked128x4(0,offs)): its padding rows and columns, zeros, by every warp.
+  mx_grouped_rows_pad(static_cast<mx_u8*>(P.out[1]), static_cast<const int*>(P.in[1]), P.in_stride[1][0], P.in_extent[1], P.shape[0], P.out_shape[1][1]);
 }
