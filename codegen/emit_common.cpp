@@ -77,7 +77,7 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
   const std::string& col = ca == x.plan.ax_r ? s_r : s_c;
   std::string s = fmt::format("{{  // {}: group ends from input '{}' (device); padding zeroed {}\n", out.layout.str(),
                               out.layout.group_offsets(),
-                              direct_writes_padding(x.p, x.v, x.plan, o) ? "at the kernel's start" : "at launch");
+                              direct_writes_padding(x.p, x.v, x.plan, o) ? "at the kernel's end" : "at launch");
   s += fmt::format("  const mx_i64 gs_r = {}, gs_c = {}, gs_nr = P.out_shape[{}][{}], gs_nc = P.out_shape[{}][{}];\n", row,
                    col, o, ra, o, ca);
   s += "  if (gs_r < gs_nr && gs_c < gs_nc) {\n";

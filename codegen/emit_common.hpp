@@ -180,7 +180,7 @@ bool has_grouped_layout(const Pipeline& p);
 /// comes from the prelude's mx_grouped_blocked_offset, which reads the group ends from the
 /// layout's offsets input on the device; scales outside the scale tensor or past the last group
 /// end are not stored. Padding is not written here: the launcher zeroes the whole output first
-/// (Plan::zero_outputs), or the direct kernel writes it at its start (direct_writes_padding).
+/// (Plan::zero_outputs), or the direct kernel writes it at its end (direct_writes_padding).
 /// `cursor`: an MxGroupCursor the caller declared where its scales' loop starts (the group found
 /// last; the walk runs only for a scale outside it). `placed`: a variable holding the scale row's
 /// padded row (grouped_rows_place), for layouts grouped by rows with one scale per row: then no

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_592c8952
-// generator mxjit-gen-35  target sm_90a  stride class sc(1a,0)
+// generator mxjit-gen-36  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
     if (ok[u] && (threadIdx.x % 4) == 0 && cc < n_c) {
       mx_u8* const sp = static_cast<mx_u8*>(P.out[1]);
       const int C = cc / 32;
-      {  // grouped_blocked128x4(0,offs): group ends from input 'offs' (device); padding zeroed at the kernel's start
+      {  // grouped_blocked128x4(0,offs): group ends from input 'offs' (device); padding zeroed at the kernel's end
         const mx_i64 gs_r = ix0, gs_c = C, gs_nr = P.out_shape[1][0], gs_nc = P.out_shape[1][1];
         if (gs_r < gs_nr && gs_c < gs_nc) {
           const mx_i64 gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;
