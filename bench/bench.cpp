@@ -25,6 +25,7 @@ struct Case {
   enum class Input { row_major, col_major, sliced, expert_col_major } input = Input::row_major;
   std::vector<int64_t> check_shape;  // small shape checked against the reference first
   int64_t group_align = 1;           // group ends a multiple of this (K groups: the block size)
+  bool synced = false;               // each launch timed alone: the small sweep's launch latency
 };
 
 Pipeline cast(int axis, ElemFormat f, ScaleRule rule, Layout q, Layout s) {
@@ -194,8 +195,10 @@ std::vector<Case> cases(const BenchOptions& o) {
     add("dim0 tail 16383x5119", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::linear()); }, {16383, 5119});
   }
   if (o.small_sweep)
-    for (int64_t n : {128, 256, 512, 1024, 2048})
+    for (int64_t n : {128, 256, 512, 1024, 2048}) {
       add("small dim0 e4m3", [] { return cast(1, e4m3, ScaleRule::rceil, layout::row_major(), layout::blocked_128x4()); }, {n, n});
+      c.back().synced = true;
+    }
   if (!o.filter.empty())
     c.erase(std::remove_if(c.begin(), c.end(), [&](const Case& k) { return k.name.find(o.filter) == std::string::npos; }), c.end());
   return c;
@@ -445,24 +448,51 @@ int rotations_for(const Case& c) {
   return std::min(64, int(std::max(2.0, std::ceil(3.0 * double(gpu_info(0).l2_bytes) / in_bytes))));
 }
 
-// One launch of `k` on rotation i of `b`'s inputs, timed by CUDA events (ms).
+// One launch of `k` on rotation i of `b`'s inputs.
+void launch(const Kernel& k, const Bound& b, int i) { k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs); }
+
+// One launch of `k` on rotation i of `b`'s inputs, timed by CUDA events on its own (ms): the
+// stream is idle at the first event, so the time includes the host's launch latency.
 double timed_launch(const Kernel& k, const Bound& b, int i) {
   EventTimer ev;
   ev.record_start();
-  k(0, b.inputs[size_t(i) % b.inputs.size()], b.outputs);
+  launch(k, b, i);
   ev.record_stop();
   return ev.elapsed_ms();
 }
 
+// GPU milliseconds of each of `n` calls of `call(i)`, all enqueued back to back behind a head
+// start (a 256 MiB device copy the GPU runs while the host enqueues), CUDA events around each:
+// the GPU's time per call, not the host's launch latency (as bench/python/benchutil.py times).
+std::vector<double> queued_ms(int n, const std::function<void(int)>& call) {
+  static DeviceBuffer src = DeviceBuffer::alloc(size_t(256) << 20), dst = DeviceBuffer::alloc(size_t(256) << 20);
+  auto& drv = detail::Driver::get();
+  drv.check(drv.cuMemcpyDtoDAsync_v2(CUdeviceptr(dst.ptr()), CUdeviceptr(src.ptr()), src.bytes(), nullptr),
+            "cuMemcpyDtoDAsync");
+  std::vector<EventTimer> ev(size_t(std::max(n, 0)));
+  for (int i = 0; i < n; ++i) {
+    ev[size_t(i)].record_start();
+    call(i);
+    ev[size_t(i)].record_stop();
+  }
+  std::vector<double> ms;
+  for (const EventTimer& e : ev) ms.push_back(e.elapsed_ms());
+  return ms;
+}
+
 // Checks `c`'s kernel on its small shape, then times it: rotating inputs over 3x L2, 3 warm-ups,
-// CUDA events around each launch, the median of `repeats`.
-Timing time_case(const Kernel& k, const Case& c, int repeats) {
+// CUDA events around each launch, the median of `repeats`. Launches are queued back to back
+// (queued_ms) unless `synced` (each timed alone, the host's launch latency included).
+Timing time_case(const Kernel& k, const Case& c, int repeats, bool synced) {
   Timing t;
   t.checked = check_small(k, c);
   Bound b = bind_case(k.pipeline(), c.shape, c, rotations_for(c));
   for (int i = 0; i < 3; ++i) timed_launch(k, b, i);
   std::vector<double> t_ms;
-  for (int i = 0; i < repeats; ++i) t_ms.push_back(timed_launch(k, b, i));
+  if (synced)
+    for (int i = 0; i < repeats; ++i) t_ms.push_back(timed_launch(k, b, i));
+  else
+    t_ms = queued_ms(repeats, [&](int i) { launch(k, b, i); });
   t.us = median(t_ms) * 1e3;
   t.bytes = b.bytes;
   return t;
@@ -499,19 +529,26 @@ Bound bind_sharing(const Pipeline& p, const std::vector<int64_t>& shape, const B
 
 // Checks both kernels, then launches them alternately (A B, B A, ...: neither always goes
 // first), B on A's inputs and, where sizes agree, A's output buffers (bind_sharing), each launch
-// timed by events.
-PairTiming time_pair(const Kernel& ka, const Kernel& kb, const Case& c, int rounds) {
+// timed by events: queued back to back (queued_ms) unless `synced`.
+PairTiming time_pair(const Kernel& ka, const Kernel& kb, const Case& c, int rounds, bool synced) {
   PairTiming t;
   t.a.checked = check_small(ka, c);
   t.b.checked = check_small(kb, c);
   const Bound ba = bind_case(ka.pipeline(), c.shape, c, rotations_for(c));
   const Bound bb = bind_sharing(kb.pipeline(), c.shape, ba);
   for (int i = 0; i < 3; ++i) timed_launch(ka, ba, i), timed_launch(kb, bb, i);
+  // Call j of the sequence: round j / 2, A first in even rounds.
+  auto is_a = [](int j) { return (j / 2) % 2 == j % 2; };
+  std::vector<double> ms;
+  if (synced)
+    for (int j = 0; j < 2 * rounds; ++j)
+      ms.push_back(is_a(j) ? timed_launch(ka, ba, j / 2) : timed_launch(kb, bb, j / 2));
+  else
+    ms = queued_ms(2 * rounds, [&](int j) { is_a(j) ? launch(ka, ba, j / 2) : launch(kb, bb, j / 2); });
   std::vector<double> ta, tb, r;
   for (int i = 0; i < rounds; ++i) {
-    double x, y;
-    if (i % 2 == 0) x = timed_launch(ka, ba, i), y = timed_launch(kb, bb, i);
-    else y = timed_launch(kb, bb, i), x = timed_launch(ka, ba, i);
+    const double x = is_a(2 * i) ? ms[size_t(2 * i)] : ms[size_t(2 * i + 1)];
+    const double y = is_a(2 * i) ? ms[size_t(2 * i + 1)] : ms[size_t(2 * i)];
     ta.push_back(x);
     tb.push_back(y);
     r.push_back(y / x);
@@ -526,10 +563,11 @@ PairTiming time_pair(const Kernel& ka, const Kernel& kb, const Case& c, int roun
 
 }  // namespace
 
-Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repeats) {
-  return time_case(k, Case{"", nullptr, shape, Case::Input::row_major,
-                           shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}},
-                   repeats);
+Timing time_kernel(const Kernel& k, const std::vector<int64_t>& shape, int repeats, bool synced) {
+  return time_case(k,
+                   Case{"", nullptr, shape, Case::Input::row_major,
+                        shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}},
+                   repeats, synced);
 }
 
 namespace {
@@ -561,7 +599,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
     BenchRow r;
     r.name = c.name;
     r.shape = fmt::format("{}", fmt::join(c.shape, "x"));
-    Timing tm = time_case(k, c, o.repeats);
+    Timing tm = time_case(k, c, o.repeats, o.synced || c.synced);
     r.checked = tm.checked;
     set_rates(r, tm, copy);
     fmt::print("{:<32} {:>18} {:>10.1f} {:>9.1f} {:>7.1f}% {:>6}\n", r.name, r.shape, r.us, r.gbps, r.pct_copy,
@@ -575,7 +613,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o) {
     const Case c{pr.name, pr.make, pr.shape, Case::Input::row_major,
                  pr.shape.size() == 3 ? std::vector<int64_t>{2, 96, 160} : std::vector<int64_t>{130, 224}};
     const Kernel ka = jit(pr.base(), t, schedule), kb = jit(pr.make(), t, schedule);
-    const PairTiming tm = time_pair(ka, kb, c, std::max(o.repeats, 60));
+    const PairTiming tm = time_pair(ka, kb, c, std::max(o.repeats, 60), o.synced);
     BenchRow r;
     r.name = pr.name;
     r.shape = fmt::format("{}", fmt::join(pr.shape, "x"));

@@ -22,6 +22,10 @@ struct BenchOptions {
   /// default, or the schedule `explore` stored for it. For profiling one plan (a field a case's
   /// kernel kind does not take is an error naming it: pick the cases with --filter).
   std::string schedule;
+  /// Time each launch alone, its events around an idle stream, so the host's launch latency is in
+  /// every time (the method before 2026-11-28; the small sweep always is). Otherwise the timed
+  /// launches are queued back to back behind a head start: the GPU's time per launch.
+  bool synced = false;
 };
 
 /// One measured row. Interleaved pairs (a cast against its baseline, launched alternately in
@@ -36,14 +40,14 @@ struct BenchRow {
   double vs_base_pct = 0;  ///< pairs: median over rounds of (this / baseline - 1), in percent
 };
 
-/// Median microseconds of `k` on a row-major random input of `shape` (rotating buffers, events),
-/// and the bytes it moves; checks the kernel against the reference on a small shape first
-/// (`checked`).
+/// Median microseconds of `k` on a row-major random input of `shape` (rotating buffers, events,
+/// launches queued back to back unless `synced`: BenchOptions::synced), and the bytes it moves;
+/// checks the kernel against the reference on a small shape first (`checked`).
 struct Timing {
   double us = 0, bytes = 0;
   bool checked = false;
 };
-Timing time_kernel(const mxjit::Kernel& k, const std::vector<int64_t>& shape, int repeats = 20);
+Timing time_kernel(const mxjit::Kernel& k, const std::vector<int64_t>& shape, int repeats = 20, bool synced = false);
 
 /// The device-to-device copy bandwidth in GB/s (read + write), 2 GiB copies, median.
 double copy_bandwidth();

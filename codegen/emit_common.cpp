@@ -517,7 +517,22 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
                            ind, mult("0"), signs8);
       if (torchao_clamp(x, s)) x.out += fmt::format("{}for (int e = 0; e < 8; ++e) y[e] = mx_fmin_nan_c(mx_fmax_nan_c(y[e], -6.0f), 6.0f);\n", in);
     }
-    for (int e = 0; e < n; e += 2) x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", in, e / 2, pair_fn, e, e + 1);
+    if (q->saturate == Saturate::none && !eight) {
+      // The non-saturating pair differs from the saturating cvt only in lanes past the format's
+      // overflow bound, so a chunk with none (the peers' casts: |y| <= max) takes the bare cvt.
+      const char* sat_fn = q->elem == e4m3 ? "mx_cvt_e4m3x2" : "mx_cvt_e5m2x2";
+      std::string pr, fast, slow;
+      for (int e = 0; e < n; e += 2) {
+        pr += fmt::format("{}pr{}", e ? ", " : "", e / 2);
+        fast += fmt::format("{}  pr{} = {}(y[{}], y[{}]);\n", in, e / 2, sat_fn, e, e + 1);
+        slow += fmt::format("{}  pr{} = {}(y[{}], y[{}]);\n", in, e / 2, pair_fn, e, e + 1);
+      }
+      x.out += fmt::format("{0}mx_u32 {1};\n{0}if (mx_fp8_no_overflow<{2}>(y)) {{\n{3}{0}}} else {{\n{4}{0}}}\n", in,
+                           pr, q->elem == e5m2, fast, slow);
+    } else {
+      for (int e = 0; e < n; e += 2)
+        x.out += fmt::format("{}const mx_u32 pr{} = {}(y[{}], y[{}]);\n", in, e / 2, pair_fn, e, e + 1);
+    }
     if (eight) {
       pack(in);
       x.out += ind + "}\n";

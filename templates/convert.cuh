@@ -208,6 +208,16 @@ MX_D mx_u32 mx_fp8_nosat(float y, mx_u32 code) {
   const bool over = a <= 0x7f800000u && (E5M2 ? a >= 0x47700000u : a > 0x43e80000u);
   return over ? (s | (E5M2 ? 0x7cu : 0x7fu)) : code;
 }
+// True when no y[e] lies past the non-saturating overflow bound (E4M3: |y| > 464, E5M2: |y| >=
+// 61440, +-Inf included), where mx_fp8_nosat is the identity: the satfinite codes are then the
+// non-saturating ones. NaN lanes (kept by both) are skipped by fmaxf; an all-NaN chunk fails.
+template <bool E5M2, int N>
+MX_D bool mx_fp8_no_overflow(const float (&y)[N]) {
+  float m = fabsf(y[0]);
+#pragma unroll
+  for (int e = 1; e < N; ++e) m = fmaxf(m, fabsf(y[e]));
+  return E5M2 ? m < 61440.0f : m <= 464.0f;
+}
 #if MXJIT_HW_FP8
 // The hardware pairs with Saturate::none: the satfinite cvt, then mx_fp8_nosat per lane.
 MX_D mx_u32 mx_cvt_e4m3x2_nosat(float lo, float hi) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -402,6 +403,46 @@ TEST_CASE("Saturate::none: mx_fp8_nosat over the saturating code equals the refe
   CHECK(mx_fp8_nosat<false>(465.0f, mx_encode_rne<4, 3, 1, false>(465.0f)) == 0x7Fu);
   CHECK(mx_fp8_nosat<false>(-std::numeric_limits<float>::infinity(), 0xFEu) == 0xFFu);
   CHECK(mx_fp8_nosat<true>(61440.0f, mx_encode_rne<5, 2, 2, false>(61440.0f)) == 0x7Cu);
+}
+
+TEST_CASE("Saturate::none: mx_fp8_no_overflow holds exactly where mx_fp8_nosat changes no lane of a chunk") {
+  using mxjit_host_convert::mx_fp8_no_overflow;
+  using mxjit_host_convert::mx_fp8_nosat;
+  // Chunks of 8 drawn from every pattern within 64 ulps of the overflow edges (E4M3 448, 464,
+  // 480; E5M2 57344, 61440, 65536), +-Inf, NaN, 0 and small values: the test is sound (true only
+  // where no lane overflows) and exact (false only where one does or every lane is NaN).
+  std::vector<float> pool = {0.0f,
+                             -0.0f,
+                             1.0f,
+                             -3.5f,
+                             std::numeric_limits<float>::quiet_NaN(),
+                             std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity()};
+  for (float edge : {448.0f, 464.0f, 480.0f, 57344.0f, 61440.0f, 65536.0f})
+    for (int64_t d = -64; d <= 64; ++d) pool.push_back(mx_as_float(uint32_t(int64_t(mx_as_uint(edge)) + d)));
+  std::mt19937_64 rng(7);
+  uint64_t bad = 0, fast[2] = {0, 0}, slow[2] = {0, 0};
+  for (int it = 0; it < 400000; ++it) {
+    float y[8];
+    const int spread = it % 3 == 0 ? 8 : 1 + it % 4;  // mostly small values, some chunks of edges only
+    for (float& v : y) v = rng() % 8 < uint64_t(spread) ? pool[rng() % pool.size()] : float(rng() % 400) * 0.5f;
+    for (int e5 = 0; e5 < 2; ++e5) {
+      bool changed = false, all_nan = true;
+      for (float v : y) {
+        const uint32_t c = e5 ? mx_encode_rne<5, 2, 2, false>(v) : mx_encode_rne<4, 3, 1, false>(v);
+        changed |= (e5 ? mx_fp8_nosat<true>(v, c) : mx_fp8_nosat<false>(v, c)) != c;
+        all_nan &= std::isnan(v);
+      }
+      const bool ok = e5 ? mx_fp8_no_overflow<true>(y) : mx_fp8_no_overflow<false>(y);
+      bad += ok == (changed || all_nan);
+      (ok ? fast : slow)[e5] += 1;
+    }
+  }
+  CHECK(bad == 0);
+  for (int e5 = 0; e5 < 2; ++e5) {  // both outcomes for both formats
+    CHECK(fast[e5] > 10000);
+    CHECK(slow[e5] > 10000);
+  }
 }
 
 TEST_CASE("mx_drop_nan2: NaN lanes of |x| words become +0, every bf16 and f16 lane in both halves") {

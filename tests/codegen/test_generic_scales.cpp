@@ -123,6 +123,9 @@ TEST_CASE("generic scales: exact FP32 intrinsics, the definition's amax, clamp a
   CHECK(s.find("y_ = __fmul_rn(y_, mult0)") != std::string::npos);
   // Saturate::none: the cvt, then overflow to NaN; the amax keeps NaN (no drop).
   CHECK(s.find("mx_cvt_e4m3x2_nosat") != std::string::npos);
+  // ... only in chunks with a lane past the bound: the others take the bare satfinite cvt.
+  CHECK(s.find("if (mx_fp8_no_overflow<false>(y)) {\n") != std::string::npos);
+  CHECK(s.find("pr0 = mx_cvt_e4m3x2(y[0], y[1]);") != std::string::npos);
   CHECK(s.find("0x7f800000u) a = 0u") == std::string::npos);
   // vLLM: the amax drops NaN, elements divide, then fminf(fmaxf(., -448), 448).
   const std::string v = source_of(peer_cast({"vllm", recipes::vllm_group(e4m3, false)}, e4m3, Shape::dim0));

@@ -118,6 +118,37 @@ TEST_CASE("generic scales gpu: every peer recipe, E4M3 and E5M2, 1x128 / 128x1 /
   MESSAGE("peer casts checked: " << n);
 }
 
+TEST_CASE("generic scales gpu: non-saturating casts past the overflow bound (chunks with and without it)") {
+  MXJIT_REQUIRE_GPU();
+  // The scale max(amax, 1e-4) / M maps a block's amax to M = 480 (E4M3: past 464, so NaN) or
+  // 63488 (E5M2: past 61440, so Inf): the chunk holding the amax takes the non-saturating pairs,
+  // the others (no |y| past the bound) the bare satfinite cvt (mx_fp8_no_overflow).
+  int n = 0;
+  for (ElemFormat elem : {e4m3, e5m2}) {
+    const double m = elem == e4m3 ? 480.0 : 63488.0;
+    PeerDef d{fmt::format("nosat amax -> {}", m), {}, Saturate::none};
+    d.def.stored = max(amax_var(), 1e-4) * double(1.0f / float(m));
+    for (Shape shape : {Shape::dim0, Shape::dim1, Shape::tiles})
+      for (KernelKind kind : {KernelKind::automatic, KernelKind::tiled}) {
+        const int64_t br = shape == Shape::dim0 ? 1 : 128, bc = shape == Shape::dim1 ? 1 : 128;
+        Schedule sc;
+        sc.kernel = kind;
+        const std::string l =
+            fmt::format("{} {} {}{}", d.name, elem.str(), shape_name(shape), kind == KernelKind::tiled ? " tiled" : "");
+        CHECK(run(peer_cast(d, elem, shape, DType::bf16, 2), sc, DType::bf16, {256, 384}, br, bc, 31 + n, false, l) ==
+              0);
+        CHECK(run(peer_cast(d, elem, shape, DType::bf16, 2), sc, DType::bf16, {130, 200}, br, bc, 32 + n, true, l) ==
+              0);
+        CHECK(run(peer_cast(d, elem, shape, DType::bf16, 3), sc, DType::bf16, {3, 130, 200}, br, bc, 33 + n, true, l) ==
+              0);
+        CHECK(run(peer_cast(d, elem, shape, DType::f32, 2), sc, DType::f32, {130, 264}, br, bc, 34 + n, true,
+                  l + " f32") == 0);
+        ++n;
+      }
+  }
+  MESSAGE(n << " non-saturating casts");
+}
+
 TEST_CASE("generic scales gpu: one scale a lane (reduce-scattered amaxes), every block size, lanes above and below rows") {
   MXJIT_REQUIRE_GPU();
   // DirectPlan::scatter_scales for definitions that flag no block: G = block / 8 lanes, U rows a

@@ -17,7 +17,7 @@ namespace {
 struct BenchFlags {
   std::string filter, out, schedule;
   int repeats = 20;
-  bool no_large = false, no_small = false;
+  bool no_large = false, no_small = false, synced = false;
 };
 
 int run_bench(const BenchFlags& f) {
@@ -33,6 +33,7 @@ int run_bench(const BenchFlags& f) {
   o.large = !f.no_large;
   o.small_sweep = !f.no_small;
   o.schedule = f.schedule;
+  o.synced = f.synced;
   auto rows = bench::run_bench(o);
   for (const auto& r : rows)
     if (!r.checked) {
@@ -50,6 +51,9 @@ Action setup(CLI::App& app) {
   app.add_option("--repeats", f->repeats, "timed runs per case (the median is reported)")->check(CLI::Range(5, 1000));
   app.add_flag("--no-large", f->no_large, "skip the large shapes");
   app.add_flag("--no-small", f->no_small, "skip the small-shape launch-overhead sweep");
+  app.add_flag("--synced", f->synced,
+               "time each launch alone (the host's launch latency included; the method before 2026-11-28) "
+               "instead of launches queued back to back");
   app.add_option("--schedule,--tuning", f->schedule,
                  "time every case with this schedule, as `mxjit explore` prints it (e.g. \"tune(ctas_per_sm=3, chunks_per_thread=4)\")");
   return [f] { return run_bench(*f); };
