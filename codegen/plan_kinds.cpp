@@ -115,11 +115,14 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     if (p.inputs()[i].kind == InputDecl::Kind::tensor) vec = vec && sc.vector_along(i, plan.ax_c);
   d.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : ((hw_fp8 || bare_rne) && vec ? 4 : 2);
   // Elements divided by their factor (a generic scale's Apply::divide: an IEEE division per
-  // element, a call ptxas gives registers) spill at 32 registers: 6 CTAs per SM (<= 40).
+  // element, a call ptxas gives registers) spill at 32 registers: <= 40, in CTAs of 128 threads
+  // (12 a SM, the warps of 6 of 256), which measured 1.5% faster for vLLM's cast; the multiplying
+  // casts keep 256 (neutral or slower at 128). docs/perf-log.md#direct-defaults
   bool divides = false;
   for (const NodePtr& sn : v.scales) divides = divides || sn->apply == Apply::divide;
-  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 && !divides ? 8 : 6);
-  plan.threads = s.threads ? s.threads : 256;
+  const bool small_ctas = divides && !s.threads;
+  plan.threads = s.threads ? s.threads : small_ctas ? 128 : 256;
+  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 && !divides ? 8 : small_ctas ? 12 : 6);
   plan.smem_bytes = 0;
   for (const Output& o : p.outputs())
     if (o.kind == OutputKind::scales && mxjit::detail::is_blocked(o.layout) && !o.layout.grouped() && p.rank() >= 2) {
@@ -156,8 +159,9 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     const NodePtr& sn = v.scales[size_t(si)];
     const bool cvt = target.hw_fp8() && (sn->elem == e4m3 || sn->elem == e5m2);
     d.scatter_scales.push_back((amax_words(si) && G > 1 && mx_e8m0(*sn) && !cvt && U % G == 0) || gathered(si, G, U));
-    // The gathered multipliers and the owners' stores spill at 32 registers: 6 CTAs per SM (<= 40).
-    if (gathered(si, G, U) && !s.ctas_per_sm) plan.ctas_per_sm = std::min(plan.ctas_per_sm, 6);
+    // The gathered multipliers and the owners' stores spill at 32 registers: the warps of 6 CTAs
+    // of 256 threads per SM (<= 40).
+    if (gathered(si, G, U) && !s.ctas_per_sm) plan.ctas_per_sm = std::min(plan.ctas_per_sm, 6 * 256 / plan.threads);
   }
   for (const NodePtr& q : v.quantizes) {
     const int si = v.quantize_scale[size_t(&q - v.quantizes.data())];

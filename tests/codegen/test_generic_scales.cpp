@@ -112,6 +112,29 @@ TEST_CASE("generic scales: each kernel kind takes them (direct, columns, tiled),
   CHECK(mxjit::test::compile_variants(vs) == 2 * int(vs.size()));
 }
 
+TEST_CASE("generic scales: dividing casts run in CTAs of 128 threads, 12 a SM; multiplying ones in 256") {
+  const Target t = Target::parse("sm_90a");
+  auto plan_of = [&](const PeerDef& d, const Schedule& s = {}) {
+    const Pipeline p = peer_cast(d, e4m3, Shape::dim0);
+    return make_plan(p, t, default_stride_class(p), s);
+  };
+  const PeerDef vllm{"vllm", recipes::vllm_group(e4m3, false)};
+  const Plan v = plan_of(vllm);
+  CHECK(v.kind == KernelKind::direct);
+  CHECK(v.threads == 128);
+  CHECK(v.ctas_per_sm == 12);
+  const Plan g = plan_of({"deepgemm", recipes::deepgemm(e4m3, false), Saturate::none});
+  CHECK(g.threads == 256);
+  CHECK(g.ctas_per_sm == 6);  // one scale a lane: <= 40 registers
+  // A schedule's threads keep the old pairing (6 CTAs of 256 for a dividing cast).
+  Schedule s;
+  s.threads = 256;
+  const Plan v256 = plan_of(vllm, s);
+  CHECK(v256.threads == 256);
+  CHECK(v256.ctas_per_sm == 6);
+  CHECK(source_of(peer_cast(vllm, e4m3, Shape::dim0)).find("__launch_bounds__(128, 12)") != std::string::npos);
+}
+
 TEST_CASE("generic scales: exact FP32 intrinsics, the definition's amax, clamp and saturation in the source") {
   const Pipeline dg = peer_cast({"deepgemm", recipes::deepgemm(e4m3, false), Saturate::none}, e4m3, Shape::dim0);
   const std::string s = source_of(dg);
