@@ -120,6 +120,12 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // casts keep 256 (neutral or slower at 128). docs/perf-log.md#direct-defaults
   bool divides = false;
   for (const NodePtr& sn : v.scales) divides = divides || sn->apply == Apply::divide;
+  if (s.threads && (s.threads < 32 || s.threads > 1024 || s.threads % 32))
+    throw UsageError(
+        fmt::format("schedule: threads {} of the direct kernel must be a multiple of 32 in 32..1024", s.threads));
+  if (s.ctas_per_sm > 32)
+    throw UsageError(fmt::format("schedule: ctas_per_sm {} of the direct kernel must be at most 32 (CTAs an SM holds)",
+                                 s.ctas_per_sm));
   const bool small_ctas = divides && !s.threads;
   plan.threads = s.threads ? s.threads : small_ctas ? 128 : 256;
   plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 && !divides ? 8 : small_ctas ? 12 : 6);

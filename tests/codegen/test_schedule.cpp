@@ -3,6 +3,7 @@
 // not apply to the kernel that runs (exact) or drops it (lenient: another stride class of the
 // same Kernel); every kind's defaults and rules come from separate functions.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "codegen/emit.hpp"
 #include "dsl/errors.hpp"
@@ -71,6 +72,14 @@ TEST_CASE("make_plan: a field the kernel that runs does not take is refused by n
   CHECK_THROWS_WITH_AS(make_plan(d1, t, default_stride_class(d1), Schedule{.kernel = KernelKind::direct}),
                        doctest::Contains("the direct kernel does not apply to this cast"), UsageError);
   CHECK_THROWS_AS(make_plan(d1, t, default_stride_class(d1), Schedule{.kernel = KernelKind::jagged}), UsageError);
+  // The direct kernel's threads: a multiple of 32 in 32..1024; ctas_per_sm at most 32.
+  for (int th : {16, 48, 2048}) {
+    const std::string want = fmt::format("threads {} of the direct kernel must be a multiple of 32", th);
+    CHECK_THROWS_WITH_AS(make_plan(d0, t, sc, Schedule{.threads = th}), doctest::Contains(want.c_str()), UsageError);
+  }
+  CHECK(make_plan(d0, t, sc, Schedule{.threads = 64}).threads == 64);
+  CHECK_THROWS_WITH_AS(make_plan(d0, t, sc, Schedule{.ctas_per_sm = 33}),
+                       doctest::Contains("ctas_per_sm 33 of the direct kernel"), UsageError);
   // The columns kernel takes rows_per_thread, stages and ctas_per_sm, not threads.
   CHECK(make_plan(d1, t, default_stride_class(d1), Schedule{.rows_per_thread = 8, .stages = 2}).columns().stages == 2);
   CHECK_THROWS_WITH_AS(make_plan(d1, t, default_stride_class(d1), Schedule{.threads = 512}),
