@@ -220,13 +220,14 @@ void emit_scale_store(Ctx& x, int o, int s) {
                          t, o, mxjit::detail::blocked_atom(out.layout).first, mxjit::detail::blocked_atom(out.layout).second, pl.direct().block_cols, val, t);
     return;
   }
-  const bool placed = grouped_one_per_row(x, o);
+  if (grouped_one_per_row(x, o))  // stored after phase 2 (emit_placed_stores)
+    return void(x.out += fmt::format("    sbg{0}[u / 4] |= mx_u32({1}) << (8 * (u % 4));\n", o, val));
   x.out += fmt::format("    if (ok[u] && (threadIdx.x % {}) == 0 && cc < n_c) {{\n", pl.direct().lanes_per_block);
   x.out += fmt::format("      {}* const sp = static_cast<{}*>(P.out[{}]);\n", t, t, o);
   x.out += fmt::format("      const int C = cc / {};\n", pl.direct().block_cols);
   if (out.layout.grouped())
     return void(x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C", val, "      ",
-                                             fmt::format("gcur{}", o), "sp", placed ? fmt::format("gp{}", o) : "") +
+                                             fmt::format("gcur{}", o), "sp", "") +
                          "    }\n");
   x.out += fmt::format("      sp[{}] = {};\n    }}\n", scale_offset(x, o, "C"), val);
 }
@@ -454,6 +455,62 @@ void emit_values_store(Ctx& x, int o) {
   x.out += "      else if (ok[u]) for (int e = 0; e < 8; ++e) if (cc + e < n_c) ob[e] = mx_u16(h2[e >> 1] >> (16 * (e & 1)));\n    }\n";
 }
 
+// The outputs whose token groups place one scale row per domain row (grouped_one_per_row).
+std::vector<int> placed_outputs(const Ctx& x) {
+  std::vector<int> placed;
+  for (size_t o = 0; o < x.p.outputs().size(); ++o)
+    if (grouped_one_per_row(x, int(o))) placed.push_back(int(o));
+  return placed;
+}
+
+// Token groups: every thread of a CTA holds the same U rows (grid.x runs along one row group), so
+// warp 0 alone finds their padded rows, lane l for chunk l % U, into shared memory, while its
+// loads are in flight; the other warps skip the search (its shuffles bound the cast on the H200:
+// docs/perf-log.md#grouped-rows-search). Each block's scale bytes wait in sbg<o> until
+// emit_placed_stores.
+void emit_placed_search(Ctx& x) {
+  const Plan& pl = x.plan;
+  const int U = pl.direct().chunks_per_thread;
+  const std::vector<int> placed = placed_outputs(x);
+  if (placed.empty()) return;
+  for (int o : placed)
+    x.out += fmt::format(
+        "  __shared__ int mx_gp{0}[{1}];  // output '{2}': the padded rows of the CTA's {1} rows\n"
+        "  mx_u32 sbg{0}[{3}] = {{}};  // this block's scale bytes, one a chunk\n",
+        o, U, x.p.outputs()[size_t(o)].name, (U + 3) / 4);
+  x.out += "  if (threadIdx.x < 32u) {  // warp 0 searches\n";
+  x.out += fmt::format("    mx_i64 grow_ = ix{}_[0];  // the row lane l searches: chunk l % {}'s\n", pl.ax_r, U);
+  for (int u = 1; u < U; ++u)
+    x.out += fmt::format("    if (threadIdx.x % {}u == {}u) grow_ = ix{}_[{}];\n", U, u, pl.ax_r, u);
+  for (int o : placed) {
+    x.out += "    " + grouped_rows_place(x, o, "grow_", fmt::format("gpw{}", o));
+    x.out += fmt::format("    if (threadIdx.x < {}u) mx_gp{}[threadIdx.x] = int(gpw{});\n", U, o, o);
+  }
+  x.out += "  }\n";
+}
+
+// The token groups' scale bytes kept by phase 2, stored by each block's first lane once warp 0's
+// padded rows are in shared memory (the one barrier, after the codes).
+void emit_placed_stores(Ctx& x) {
+  const Plan& pl = x.plan;
+  const int U = pl.direct().chunks_per_thread;
+  const std::vector<int> placed = placed_outputs(x);
+  if (placed.empty()) return;
+  x.out += "  __syncthreads();  // warp 0's padded rows\n";
+  x.out += fmt::format("  if ((threadIdx.x % {}) == 0) {{\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n",
+                       pl.direct().lanes_per_block, U);
+  x.out += "      const int cc = cc_[u];\n      if (!(ok[u] && cc < n_c)) continue;\n";
+  x.out += fmt::format("      const mx_i64 ix{0} = ix{0}_[u];\n      const int C = cc / {1};\n", pl.ax_r,
+                       pl.direct().block_cols);
+  for (int o : placed) {
+    x.out += fmt::format("      const mx_i64 gp{0} = mx_gp{0}[u];\n", o);
+    x.out += grouped_scale_store(x, o, fmt::format("ix{}", pl.ax_r), "C",
+                                 fmt::format("mx_u8(sbg{}[u / 4] >> (8 * (u % 4)))", o), "      ", "", "",
+                                 fmt::format("gp{}", o));
+  }
+  x.out += "    }\n  }\n";
+}
+
 // Phase 2 of the direct kernel: per chunk u, its values, its block scales (by shuffles within
 // each block's lanes, or fetched from their owner lane where reduce-scattered) and its outputs.
 // `clean`: no block of the warp is flagged for the reduce-scattered scales (emit_clean_split).
@@ -465,16 +522,6 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   for (int s = 0; s < int(x.v.scales.size()); ++s) any2 = any2 || phase2_scale(x, s);
   x.out += !any2 ? "  // Phase 2: values and codes (the scales are above).\n"
                  : "  // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.\n";
-  // Token groups: the warp finds the padded rows of its chunks' rows in one search, lane l for
-  // chunk l % U (here every lane runs), then chunk u takes lane u's.
-  std::vector<int> placed;
-  for (size_t o = 0; o < x.p.outputs().size(); ++o)
-    if (grouped_one_per_row(x, int(o))) placed.push_back(int(o));
-  if (!placed.empty()) {
-    x.out += fmt::format("  mx_i64 grow_ = ix{}_[0];  // the row lane l searches: chunk l % {}'s\n", pl.ax_r, U);
-    for (int u = 1; u < U; ++u) x.out += fmt::format("  if ((threadIdx.x & 31u) % {}u == {}u) grow_ = ix{}_[{}];\n", U, u, pl.ax_r, u);
-    for (int o : placed) x.out += "  " + grouped_rows_place(x, o, "grow_", fmt::format("gpw{}", o));
-  }
   // Grouped scales walked per scale: one cursor per output over the chunks (kept where read).
   std::vector<Decl> cursors;
   for (size_t o = 0; o < x.p.outputs().size(); ++o)
@@ -484,8 +531,8 @@ void emit_phase2(Ctx& x, const std::vector<NodePtr>& dqs, bool clean) {
   x.out += fmt::format("#pragma unroll\n  for (int u = 0; u < {}; ++u) {{\n", U);
   std::vector<Decl> used_only = {{"cc", "    const int cc = cc_[u];\n"}};  // declared where the body below reads them
   const size_t decl_at = x.out.size();
-  for (int a : ra) used_only.push_back({fmt::format("ix{}", a), fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a)});
-  for (int o : placed) x.out += fmt::format("    const mx_i64 gp{0} = __shfl_sync(0xffffffffu, gpw{0}, u);\n", o);
+  for (int a : ra)
+    used_only.push_back({fmt::format("ix{}", a), fmt::format("    const mx_i64 ix{0} = ix{0}_[u];\n", a)});
   // The roots phase 2 reads as values: not those whose scales and codes all come from raw words.
   std::vector<bool> need(x.v.roots.size(), false);
   for (int s = 0; s < int(x.v.scales.size()); ++s)
@@ -740,7 +787,9 @@ void emit_direct_kernel(Ctx& x) {
   for (int s = 0; s < int(x.v.scales.size()); ++s)
     if (gathered(x, s) && !generic_scale(*x.v.scales[size_t(s)]))
       clean_cond += (clean_cond.empty() ? "" : " && ") + scales_clean(s, U, scatter_xors(pl));
+  emit_placed_search(x);
   emit_clean_split(x, clean_cond, "  ", [&](bool clean) { emit_phase2(x, dqs, clean); });
+  emit_placed_stores(x);
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (transposed_codes(x, o)) emit_transposed_codes(x, o);
   for (int o = 0; o < int(x.p.outputs().size()); ++o)

@@ -129,6 +129,11 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   const bool small_ctas = divides && !s.threads;
   plan.threads = s.threads ? s.threads : small_ctas ? 128 : 256;
   plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 && !divides ? 8 : small_ctas ? 12 : 6);
+  // Token groups: the scale bytes held across phase 2 for warp 0's search take 40 registers, 6 CTAs
+  // of 256 threads (at 32 they spilled; docs/perf-log.md#grouped-rows-search).
+  for (int o = 0; o < int(p.outputs().size()); ++o)
+    if (grouped_one_per_row(p, v, plan, o) && !s.ctas_per_sm)
+      plan.ctas_per_sm = std::min(plan.ctas_per_sm, 6 * 256 / plan.threads);
   plan.smem_bytes = 0;
   for (const Output& o : p.outputs())
     if (o.kind == OutputKind::scales && mxjit::detail::is_blocked(o.layout) && !o.layout.grouped() && p.rank() >= 2) {

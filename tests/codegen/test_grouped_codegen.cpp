@@ -73,8 +73,8 @@ TEST_CASE(
         // dim1 of a row-major bf16 input: the columns kernel, as without groups (docs/perf-log.md,
         // sixteenth session).
         if (block_axis == 0 && !col_major) CHECK(k.plan.kind == KernelKind::columns);
-        // Token groups (one scale per row) in the direct kernel: each warp finds its row's group
-        // once per chunk, all lanes together; elsewhere a walk over the groups per scale.
+        // Token groups (one scale per row) in the direct kernel: warp 0 finds the CTA's rows'
+        // groups, all its lanes together; elsewhere a walk over the groups per scale.
         const bool warp_place = k.plan.kind == KernelKind::direct && group_axis == 1 - block_axis;
         // There the kernel writes the padding last (every warp, a 128-row band each); elsewhere the
         // launcher zeroes the buffer first.
@@ -95,6 +95,23 @@ TEST_CASE(
         // The scales themselves: stored through the grouped offset only.
         const std::string body = k.source.substr(k.source.find("extern \"C\" __global__"));
         if (warp_place) {
+          // One search, by warp 0 only, into shared memory; no other warp shuffles for it. The
+          // bytes wait in registers and are stored after phase 2, behind the one barrier, at 6
+          // CTAs of 256 threads (40 registers; docs/perf-log.md#grouped-rows-search).
+          const size_t search = body.find("if (threadIdx.x < 32u) {  // warp 0 searches");
+          const size_t place = body.find("mx_grouped_rows_place(");
+          CHECK(search != std::string::npos);
+          CHECK(place > search);
+          CHECK(body.find("mx_grouped_rows_place(", place + 1) == std::string::npos);
+          CHECK(body.find("if (threadIdx.x < 4u) mx_gp1[threadIdx.x] = int(gpw1);") > place);
+          CHECK(body.find("__shfl_sync(0xffffffffu, gpw1") == std::string::npos);
+          const size_t barrier = body.find("__syncthreads();  // warp 0's padded rows");
+          CHECK(barrier != std::string::npos);
+          CHECK(body.find("__syncthreads()", barrier + 1) == std::string::npos);
+          CHECK(body.find("sbg1[u / 4] |= ") < barrier);
+          CHECK(body.find("const mx_i64 gp1 = mx_gp1[u];") > barrier);
+          CHECK(body.find("gs_off = gp1 >= 0") > barrier);
+          CHECK(k.plan.ctas_per_sm == 6);
           CHECK(body.find("gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;") !=
                 std::string::npos);
           CHECK(body.find("mx_grouped_blocked_offset") == std::string::npos);

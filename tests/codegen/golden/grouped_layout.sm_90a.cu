@@ -1,11 +1,11 @@
 // ==== mxjit generated kernel ========================================================
-// mxjit_direct_dim0_e4m3_rceil_bf16_592c8952
-// generator mxjit-gen-38  target sm_90a  stride class sc(1a,0)
+// mxjit_direct_dim0_e4m3_rceil_bf16_b1645a56
+// generator mxjit-gen-39  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
 //   direct: block_cols=32 lanes_per_block=4 chunks_per_thread=4 pad=1x1 row_step=1 wide_rows=0 scatter_scales=[0] e2m1_words=[0] eight_at_once=[0] blocked_scales=[-,-]
-//   launch: rank=2 ax_r=0 ax_c=1 batch=[] threads=256 ctas_per_sm=8 smem=0 zero=[] prepass=none
+//   launch: rank=2 ax_r=0 ax_c=1 batch=[] threads=256 ctas_per_sm=6 smem=0 zero=[] prepass=none
 //   params: in:2 out:2 shape:2 in_stride:4 out_stride:4 out_shape:4 tiles_r:1 tiles_c:1 aux:1 in_extent:2
 //   schedule: tune()
 // ====================================================================================
@@ -32,7 +32,7 @@ struct MxParams {
   mx_i64 in_extent[2];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)
 };
 
-extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rceil_bf16_592c8952(const MxParams P) {
+extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e4m3_rceil_bf16_b1645a56(const MxParams P) {
   const int n_c = int(P.shape[1]);
   const int nblk = (n_c + 32 - 1) / 32;
   const unsigned slots = unsigned(nblk) * 4u;  // chunk slots per row: 4 lanes per block
@@ -66,17 +66,21 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
     }
   }
   const bool oal0 = ((reinterpret_cast<mx_u64>(P.out[0]) | mx_u64(P.out_stride[0][0])) & 7u) == 0;
+  __shared__ int mx_gp1[4];  // output 's': the padded rows of the CTA's 4 rows
+  mx_u32 sbg1[1] = {};  // this block's scale bytes, one a chunk
+  if (threadIdx.x < 32u) {  // warp 0 searches
+    mx_i64 grow_ = ix0_[0];  // the row lane l searches: chunk l % 4's
+    if (threadIdx.x % 4u == 1u) grow_ = ix0_[1];
+    if (threadIdx.x % 4u == 2u) grow_ = ix0_[2];
+    if (threadIdx.x % 4u == 3u) grow_ = ix0_[3];
+    const mx_i64 gpw1 = mx_grouped_rows_place(static_cast<const int*>(P.in[1]), P.in_stride[1][0], P.in_extent[1], P.shape[0], grow_);
+    if (threadIdx.x < 4u) mx_gp1[threadIdx.x] = int(gpw1);
+  }
   // Phase 2: values, block scales (amax by shuffles within each block's lanes), codes.
-  mx_i64 grow_ = ix0_[0];  // the row lane l searches: chunk l % 4's
-  if ((threadIdx.x & 31u) % 4u == 1u) grow_ = ix0_[1];
-  if ((threadIdx.x & 31u) % 4u == 2u) grow_ = ix0_[2];
-  if ((threadIdx.x & 31u) % 4u == 3u) grow_ = ix0_[3];
-  const mx_i64 gpw1 = mx_grouped_rows_place(static_cast<const int*>(P.in[1]), P.in_stride[1][0], P.in_extent[1], P.shape[0], grow_);
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     const int cc = cc_[u];
     const mx_i64 ix0 = ix0_[u];
-    const mx_i64 gp1 = __shfl_sync(0xffffffffu, gpw1, u);
     float x0[8];
     mx_unpack_bf16x8(r0_[u][0], x0);
     float v0[8];
@@ -128,14 +132,22 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
         for (int e = 0; e < 8; ++e) if (ok[u] && cc + e < n_c) ob[e] = mx_u8(wd[e >> 2] >> (8 * (e & 3)));
       }
     }
-    if (ok[u] && (threadIdx.x % 4) == 0 && cc < n_c) {
-      mx_u8* const sp = static_cast<mx_u8*>(P.out[1]);
+    sbg1[u / 4] |= mx_u32(mx_u8(byte0)) << (8 * (u % 4));
+  }
+  __syncthreads();  // warp 0's padded rows
+  if ((threadIdx.x % 4) == 0) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int cc = cc_[u];
+      if (!(ok[u] && cc < n_c)) continue;
+      const mx_i64 ix0 = ix0_[u];
       const int C = cc / 32;
+      const mx_i64 gp1 = mx_gp1[u];
       {  // grouped_blocked128x4(0,offs): group ends from input 'offs' (device); padding zeroed at the kernel's end
         const mx_i64 gs_r = ix0, gs_c = C, gs_nr = P.out_shape[1][0], gs_nc = P.out_shape[1][1];
         if (gs_r < gs_nr && gs_c < gs_nc) {
           const mx_i64 gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;
-          if (gs_off >= 0) sp[gs_off] = mx_u8(byte0);
+          if (gs_off >= 0) static_cast<mx_u8*>(P.out[1])[gs_off] = mx_u8(sbg1[u / 4] >> (8 * (u % 4)));
         }
       }
     }
