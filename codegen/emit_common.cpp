@@ -382,9 +382,11 @@ const char* scale_ctype(DType t) { return t == DType::f32 ? "float" : t == DType
 
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q) { return hw_pair_fn(x.target, q); }
 
-const char* hw_pair_fn(const Target& target, const NodePtr& q) {
+const char* hw_pair_fn(const Target& target, const NodePtr& q) { return hw_pair_fn(target, q, q->saturate); }
+
+const char* hw_pair_fn(const Target& target, const NodePtr& q, Saturate saturate) {
   if (q->round != Round::nearest_even) return nullptr;
-  if (q->saturate == Saturate::none) {  // E4M3 / E5M2 only (the DSL's rule): the cvt, then overflow to NaN / Inf
+  if (saturate == Saturate::none) {  // E4M3 / E5M2 only (the DSL's rule): the cvt, then overflow to NaN / Inf
     if (!target.hw_fp8()) return nullptr;
     return q->elem == e4m3 ? "mx_cvt_e4m3x2_nosat" : "mx_cvt_e5m2x2_nosat";
   }
@@ -520,7 +522,7 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     if (q->saturate == Saturate::none && !eight) {
       // The non-saturating pair differs from the saturating cvt only in lanes past the format's
       // overflow bound, so a chunk with none (the peers' casts: |y| <= max) takes the bare cvt.
-      const char* sat_fn = q->elem == e4m3 ? "mx_cvt_e4m3x2" : "mx_cvt_e5m2x2";
+      const char* sat_fn = hw_pair_fn(x.target, q, Saturate::finite);
       std::string pr, fast, slow;
       for (int e = 0; e < n; e += 2) {
         pr += fmt::format("{}pr{}", e ? ", " : "", e / 2);

@@ -224,6 +224,9 @@ void emit_direct_kernel(Ctx& x);
 const char* hw_pair_fn(const Ctx& x, const NodePtr& q);
 /// hw_pair_fn on `target`.
 const char* hw_pair_fn(const Target& target, const NodePtr& q);
+/// hw_pair_fn on `target` as if `q` saturated as `saturate` says: the saturating cvt that a
+/// non-saturating cast takes for chunks with no lane past the overflow bound (emit_packed_codes).
+const char* hw_pair_fn(const Target& target, const NodePtr& q, Saturate saturate);
 /// The code a NaN block's elements get: the format's NaN (S=0, all ones) or 0 without one.
 int nan_code(const ElemFormat& f);
 /// The codes of src[0..n) (values; scaled here by scale s's multiplier with q's flush and the
