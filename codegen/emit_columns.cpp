@@ -303,6 +303,17 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
                          ind, kCols, k);
     x.out += fmt::format("{}  }}\n{}}}\n", ind, ind);
   }
+  // K groups: warp 0 finds the tile's scale columns' groups while its loads are in flight.
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (const int n = grouped_cols_table(x, o)) {
+      const Output& out = x.p.outputs()[size_t(o)];
+      const int k = x.p.input_index(out.layout.group_offsets());
+      const int64_t br = block_of(x.v.scales[size_t(x.v.output_index[size_t(o)])]).size_along(pl.ax_r);
+      x.out += fmt::format(
+          "{}if (warp == 0) mx_grouped_cols_table(mx_gt{}, {}, static_cast<const int*>(P.in[{}]), P.in_stride[{}][0], "
+          "P.in_extent[{}], {}, P.shape[{}], t_r0 / {});\n",
+          ind, o, n, k, k, k, br, pl.ax_r, br);
+    }
   const std::string in2 = ind + "  ", in3 = ind + "    ";
   // A bare 16-bit input (its words are +0 out of range): every block amax two elements at a time
   // from the loaded words, all in one pass before any scale is used (the |x| words then die; a
@@ -494,6 +505,11 @@ void emit_columns_kernel(Ctx& x) {
     else x.out += fmt::format("  __shared__ {} {}[{}];\n", type, name, nb);
     staged.emplace_back(name, type);
   }
+  for (int o = 0; o < int(x.p.outputs().size()); ++o)
+    if (const int n = grouped_cols_table(x, o))
+      x.out += fmt::format(
+          "  __shared__ MxGroupCursor mx_gt{}[{}];  // output '{}': the groups of the tile's scale columns\n", o, n,
+          x.p.outputs()[size_t(o)].name);
   const bool stage_codes = codes_staged(x);
   if (stage_codes)
     for (const CodeOut& co : code_outputs(x))

@@ -58,6 +58,18 @@ std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, cons
                      "P.in_extent[{}], P.shape[{}], {});\n", var, k, k, k, ga, row);
 }
 
+int grouped_cols_table(const Ctx& x, int o) {
+  const Plan& pl = x.plan;
+  const Output& out = x.p.outputs().at(size_t(o));
+  if (pl.kind != KernelKind::columns || pl.columns().stages != 1 || !out.layout.grouped() || out.dtype != DType::u8 ||
+      x.p.input_index(out.layout.group_offsets()) < 0 || out.layout.group_axis() != pl.ax_r)
+    return 0;
+  const BlockSpec& b = block_of(x.v.scales.at(size_t(x.v.output_index.at(size_t(o)))));
+  const int64_t br = b.size_along(pl.ax_r), n = pl.tile().first / br;
+  const bool cols_r = blocked_axes(b, pl.rank).second == pl.ax_r;  // ax_r runs along the scale columns
+  return br > 1 && cols_r && n >= 4 && n <= 32 && n % 4 == 0 ? int(n) : 0;
+}
+
 std::string group_cursor_decl(const std::string& cursor, const std::string& indent) {
   return fmt::format("{}MxGroupCursor {};  // the group of the scale placed last\n", indent, cursor);
 }
@@ -816,7 +828,8 @@ void emit_tile_scales(Ctx& x, int o) {
     x.out += "        else for (int e = 0; e < 4; ++e) p[e] = mx_u8(w >> (8 * e));\n";
     x.out += "      }\n    } else\n";
   }
-  if (out.layout.grouped()) x.out += group_cursor_decl("gcur", "    ");
+  const bool table = grouped_cols_table(x, o) > 0;
+  if (out.layout.grouped() && !table) x.out += group_cursor_decl("gcur", "    ");
   x.out += "    for (int k = threadIdx.x; k < nsr * nsc; k += blockDim.x) {\n";
   x.out += r_fast ? "      const int ir = k % nsr, ic = k / nsr;\n" : "      const int ir = k / nsc, ic = k % nsc;\n";
   x.out += "      const mx_i64 gr = sr0 + ir, gc = sc0 + ic;\n";
@@ -827,6 +840,8 @@ void emit_tile_scales(Ctx& x, int o) {
   else if (bf16)
     x.out += fmt::format("      const mx_u16 val = mx_u16(mx_f32_to_bf16_rne(s{0}_val[lb] != s{0}_val[lb] ? mx_float(0x7fc00000u) : s{0}_val[lb]));\n", si);
   else x.out += fmt::format("      const mx_u8 val = real ? mx_u8(s{}_info[lb] & 0xffu) : mx_u8(0);\n", si);
+  // The tile's K-block groups from warp 0's table (a walk only past the last end).
+  if (table) x.out += fmt::format("      MxGroupCursor gcur = mx_gt{}[ir];\n", o);
   if (out.layout.grouped()) x.out += grouped_scale_store(x, o, "gr", "gc", "val", "      ", "gcur");
   else if (mxjit::detail::is_blocked(out.layout))
     x.out += fmt::format("      static_cast<mx_u8*>(P.out[{}])[{}] = val;\n", o, offset);

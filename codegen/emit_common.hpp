@@ -215,6 +215,11 @@ void emit_rows_kernel(Ctx& x);
 /// The rows kernel's across form on 16-byte columns (RowsPlan::columns): the jagged vector
 /// kernel with the whole axis as its one group (emit_jagged.cpp).
 void emit_whole_columns_kernel(Ctx& x);
+/// Scale columns per tile of grouped output o whose K groups (groups along the columns kernel's
+/// ax_r, the block axis) warp 0 finds once a tile into `mx_gt<o>` (mx_grouped_cols_table) instead
+/// of each thread walking the ends at the tile's end; 0 where the walk stays (other kernels,
+/// pipelined tiles, other group axes). docs/perf-log.md#grouped-cols-table
+int grouped_cols_table(const Ctx& x, int o);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);
 /// The pair conversion ("mx_cvt_e4m3x2", ...) for quantize node `q` on this target: hardware

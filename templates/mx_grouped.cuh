@@ -61,6 +61,58 @@ MX_D mx_i64 mx_grouped_blocked_offset(MxGroupCursor& cur, const int* ends, mx_i6
   return cur.pad * ((R + 127) / 128 * 128) + mx_blocked_offset<128, 4>(0, r, c - cur.s, 0, (cur.e - cur.s + 3) / 4 * 4);
 }
 
+// The groups of columns c0 .. c0 + n - 1 (n <= 32) of grouped_blocked_128x4 by columns (K groups;
+// `blk` domain elements per scale column), as the cursors the walk above would leave: t[l] for
+// column c0 + l, or an empty range past the last end (where the walk then answers -1). Found by
+// the warp together, 32 groups a pass (the ends clamped the same way: a prefix max, then into
+// [0, ext]; the padded starts a prefix sum of roundup(n_h, 4)), each lane l < n by a binary search
+// over the lanes. The columns kernel's warp 0 fills its tile's table right after issuing its loads,
+// so that no thread walks the ends after the tile's barrier. Every lane calls it, converged.
+MX_D void mx_grouped_cols_table(MxGroupCursor* t, int n, const int* ends, mx_i64 es, mx_i64 G64, mx_i64 blk64,
+                                mx_i64 ext64, mx_i64 c0) {
+  const int lane = int(threadIdx.x & 31u), G = int(G64), blk = int(blk64), ext = int(ext64);
+  const mx_i64 c = c0 + lane % n;
+  int lo = 0, prev_end = 0;  // carried over passes: the last clamped end and its scale column
+  mx_i64 pad = 0;
+  MxGroupCursor found;
+  bool done = false;
+  for (int h0 = 0; h0 < G; h0 += 32) {
+    int e = h0 + lane < G ? ends[mx_i64(h0 + lane) * es] : lo;
+    e = e > lo ? e : lo;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int o = __shfl_up_sync(0xffffffffu, e, d);
+      if (lane >= d && o > e) e = o;
+    }
+    e = e < ext ? e : ext;
+    const int end = (e + blk - 1) / blk;
+    int start = __shfl_up_sync(0xffffffffu, end, 1);
+    if (lane == 0) start = prev_end;
+    const int w = (end - start + 3) & ~3;
+    int incl = w;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int o = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += o;
+    }
+    int pos = 0;  // lanes whose group ends at or before c
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2) {
+      const int v = __shfl_sync(0xffffffffu, end, pos + s - 1);
+      if (v <= c) pos += s;
+    }
+    const int last = __shfl_sync(0xffffffffu, end, 31);
+    if (pos == 31 && last <= c) pos = 32;
+    const int fs = __shfl_sync(0xffffffffu, start, pos & 31), fe = __shfl_sync(0xffffffffu, end, pos & 31);
+    const int fp = __shfl_sync(0xffffffffu, incl - w, pos & 31);
+    if (!done && pos < 32 && h0 + pos < G) done = true, found.s = fs, found.e = fe, found.pad = pad + fp;
+    lo = __shfl_sync(0xffffffffu, e, 31);
+    prev_end = last;
+    pad += __shfl_sync(0xffffffffu, incl, 31);
+  }
+  if (lane < n) t[lane] = found;
+}
+
 // One pass of the warp over groups h0 .. h0 + 31 (lane h0 + lane; lanes past G repeat the last
 // end): e the lane's end, clamped into [previous end, ext] (a prefix max from `lo`, the end before
 // h0), prev the end before it, n = roundup(e - prev, 128) its padded rows, incl the sum of n over

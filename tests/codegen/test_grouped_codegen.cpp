@@ -49,6 +49,13 @@ std::vector<test::CompileVariant> variants() {
   return v;
 }
 
+/// The table size in the kernel's `__shared__ MxGroupCursor mx_gt1[N];` declaration, or 0.
+int grouped_cols_table_n(const GeneratedKernel& k) {
+  const std::string d = "__shared__ MxGroupCursor mx_gt1[";
+  const size_t at = k.source.find(d);
+  return at == std::string::npos ? 0 : std::stoi(k.source.substr(at + d.size()));
+}
+
 }  // namespace
 
 TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a" * doctest::test_suite("slow")) {
@@ -118,12 +125,33 @@ TEST_CASE(
         } else {
           CHECK(body.find("mx_grouped_blocked_offset") != std::string::npos);
           CHECK(body.find("mx_blocked_offset") == std::string::npos);
-          // The walk keeps the group it found last: one cursor, declared before the scales' loop.
-          const std::string cur = k.plan.kind == KernelKind::direct ? "gcur1" : "gcur";
-          const size_t decl = body.find(fmt::format("MxGroupCursor {};", cur));
-          CHECK(decl != std::string::npos);
-          CHECK(body.find(fmt::format("mx_grouped_blocked_offset<{}>({}, ",
-                                      group_axis == 1 - block_axis ? "true" : "false", cur)) > decl);
+          // K groups in the columns kernel: warp 0 finds the tile's 4 scale columns' groups right
+          // after issuing its loads (fast and tail paths), and each scale starts from its column's
+          // cursor (a walk only past the last end; docs/perf-log.md#grouped-cols-table).
+          const bool table = k.plan.kind == KernelKind::columns && group_axis == block_axis;
+          CHECK((grouped_cols_table_n(k) == 4) == table);
+          if (table) {
+            const std::string fill = fmt::format(
+                "if (warp == 0) mx_grouped_cols_table(mx_gt1, 4, static_cast<const int*>(P.in[1]), P.in_stride[1][0], "
+                "P.in_extent[1], 32, P.shape[{}], t_r0 / 32);",
+                block_axis);
+            const size_t f1 = body.find(fill), f2 = body.find(fill, f1 + 1), bar = body.rfind("__syncthreads();");
+            CHECK(f1 != std::string::npos);
+            CHECK(f2 != std::string::npos);
+            CHECK(body.find(fill, f2 + 1) == std::string::npos);
+            CHECK(body.find("mx_ld16_l2(") < f1);  // after the loads are issued
+            CHECK(f2 < bar);
+            CHECK(body.find("MxGroupCursor gcur = mx_gt1[ir];") > bar);
+            CHECK(body.find("mx_grouped_blocked_offset<false>(gcur, ") > bar);
+            CHECK(body.find("MxGroupCursor gcur;") == std::string::npos);
+          } else {
+            // The walk keeps the group it found last: one cursor, declared before the scales' loop.
+            const std::string cur = k.plan.kind == KernelKind::direct ? "gcur1" : "gcur";
+            const size_t decl = body.find(fmt::format("MxGroupCursor {};", cur));
+            CHECK(decl != std::string::npos);
+            CHECK(body.find(fmt::format("mx_grouped_blocked_offset<{}>({}, ",
+                                        group_axis == 1 - block_axis ? "true" : "false", cur)) > decl);
+          }
         }
         CHECK(body.find("Rp * Cp") == std::string::npos);
         CHECK(k.plan.params.fields.back().what == Param::in_extent);
