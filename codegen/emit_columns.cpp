@@ -308,11 +308,19 @@ void emit_body(Ctx& x, bool fast, bool along_c, int lanes_r, const std::string& 
     if (const int n = grouped_cols_table(x, o)) {
       const Output& out = x.p.outputs()[size_t(o)];
       const int k = x.p.input_index(out.layout.group_offsets());
-      const int64_t br = block_of(x.v.scales[size_t(x.v.output_index[size_t(o)])]).size_along(pl.ax_r);
+      const BlockSpec& b = block_of(x.v.scales[size_t(x.v.output_index[size_t(o)])]);
+      const int64_t br = b.size_along(pl.ax_r), bc = b.size_along(pl.ax_c);
+      const auto [ra, ca] = blocked_axes(b, pl.rank);
+      // Then the padding this tile owns (kernel_writes_padding: no memset), both before the barrier.
       x.out += fmt::format(
-          "{}if (warp == 0) mx_grouped_cols_table(mx_gt{}, {}, static_cast<const int*>(P.in[{}]), P.in_stride[{}][0], "
-          "P.in_extent[{}], {}, P.shape[{}], t_r0 / {});\n",
-          ind, o, n, k, k, k, br, pl.ax_r, br);
+          "{0}if (warp == 0) {{\n"
+          "{0}  mx_grouped_cols_table(mx_gt{1}, {2}, static_cast<const int*>(P.in[{3}]), P.in_stride[{3}][0], "
+          "P.in_extent[{3}], {4}, P.shape[{5}], t_r0 / {4});\n"
+          "{0}  mx_grouped_cols_pad(static_cast<mx_u8*>(P.out[{1}]), mx_gt{1}, {2}, t_r0 / {4}, {6}, {7}, P.out_shape[{1}][{8}], "
+          "P.out_shape[{1}][{9}], P.in_extent[{3}]);\n"
+          "{0}}}\n",
+          ind, o, n, k, br, pl.ax_r, bc == 1 ? std::string("t_c0") : fmt::format("t_c0 / {}", bc),
+          pl.tile().second / bc, ra, ca);
     }
   const std::string in2 = ind + "  ", in3 = ind + "    ";
   // A bare 16-bit input (its words are +0 out of range): every block amax two elements at a time
@@ -508,8 +516,8 @@ void emit_columns_kernel(Ctx& x) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (const int n = grouped_cols_table(x, o))
       x.out += fmt::format(
-          "  __shared__ MxGroupCursor mx_gt{}[{}];  // output '{}': the groups of the tile's scale columns\n", o, n,
-          x.p.outputs()[size_t(o)].name);
+          "  __shared__ MxGroupCursor mx_gt{}[{}];  // output '{}': the groups of the tile's scale columns, then Q_G\n",
+          o, n + 1, x.p.outputs()[size_t(o)].name);
   const bool stage_codes = codes_staged(x);
   if (stage_codes)
     for (const CodeOut& co : code_outputs(x))

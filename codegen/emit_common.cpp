@@ -58,17 +58,7 @@ std::string grouped_rows_place(const Ctx& x, int o, const std::string& row, cons
                      "P.in_extent[{}], P.shape[{}], {});\n", var, k, k, k, ga, row);
 }
 
-int grouped_cols_table(const Ctx& x, int o) {
-  const Plan& pl = x.plan;
-  const Output& out = x.p.outputs().at(size_t(o));
-  if (pl.kind != KernelKind::columns || pl.columns().stages != 1 || !out.layout.grouped() || out.dtype != DType::u8 ||
-      x.p.input_index(out.layout.group_offsets()) < 0 || out.layout.group_axis() != pl.ax_r)
-    return 0;
-  const BlockSpec& b = block_of(x.v.scales.at(size_t(x.v.output_index.at(size_t(o)))));
-  const int64_t br = b.size_along(pl.ax_r), n = pl.tile().first / br;
-  const bool cols_r = blocked_axes(b, pl.rank).second == pl.ax_r;  // ax_r runs along the scale columns
-  return br > 1 && cols_r && n >= 4 && n <= 32 && n % 4 == 0 ? int(n) : 0;
-}
+int grouped_cols_table(const Ctx& x, int o) { return grouped_cols_table(x.p, x.v, x.plan, o); }
 
 std::string group_cursor_decl(const std::string& cursor, const std::string& indent) {
   return fmt::format("{}MxGroupCursor {};  // the group of the scale placed last\n", indent, cursor);
@@ -87,9 +77,11 @@ std::string grouped_scale_store(const Ctx& x, int o, const std::string& s_r, con
   // The scale's (row, column) from its indices along the tile axes.
   const std::string& row = ra == x.plan.ax_r ? s_r : s_c;
   const std::string& col = ca == x.plan.ax_r ? s_r : s_c;
+  const char* pad_by = !kernel_writes_padding(x.p, x.v, x.plan, o) ? "at launch"
+                       : x.plan.kind == KernelKind::columns        ? "by warp 0 with its table"
+                                                                   : "at the kernel's end";
   std::string s = fmt::format("{{  // {}: group ends from input '{}' (device); padding zeroed {}\n", out.layout.str(),
-                              out.layout.group_offsets(),
-                              direct_writes_padding(x.p, x.v, x.plan, o) ? "at the kernel's end" : "at launch");
+                              out.layout.group_offsets(), pad_by);
   s += fmt::format("  const mx_i64 gs_r = {}, gs_c = {}, gs_nr = P.out_shape[{}][{}], gs_nc = P.out_shape[{}][{}];\n", row,
                    col, o, ra, o, ca);
   s += "  if (gs_r < gs_nr && gs_c < gs_nc) {\n";

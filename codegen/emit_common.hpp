@@ -180,7 +180,8 @@ bool has_grouped_layout(const Pipeline& p);
 /// comes from the prelude's mx_grouped_blocked_offset, which reads the group ends from the
 /// layout's offsets input on the device; scales outside the scale tensor or past the last group
 /// end are not stored. Padding is not written here: the launcher zeroes the whole output first
-/// (Plan::zero_outputs), or the direct kernel writes it at its end (direct_writes_padding).
+/// (Plan::zero_outputs), or the kernel writes it (kernel_writes_padding: the direct kernel at its
+/// end; the columns kernel with a K-group table here, past the groups by the grid).
 /// `cursor`: an MxGroupCursor the caller declared where its scales' loop starts (the group found
 /// last; the walk runs only for a scale outside it). `placed`: a variable holding the scale row's
 /// padded row (grouped_rows_place), for layouts grouped by rows with one scale per row: then no
@@ -215,10 +216,7 @@ void emit_rows_kernel(Ctx& x);
 /// The rows kernel's across form on 16-byte columns (RowsPlan::columns): the jagged vector
 /// kernel with the whole axis as its one group (emit_jagged.cpp).
 void emit_whole_columns_kernel(Ctx& x);
-/// Scale columns per tile of grouped output o whose K groups (groups along the columns kernel's
-/// ax_r, the block axis) warp 0 finds once a tile into `mx_gt<o>` (mx_grouped_cols_table) instead
-/// of each thread walking the ends at the tile's end; 0 where the walk stays (other kernels,
-/// pipelined tiles, other group axes). docs/perf-log.md#grouped-cols-table
+/// grouped_cols_table (plan_rules.hpp) of this kernel's plan.
 int grouped_cols_table(const Ctx& x, int o);
 /// The whole direct (register, no shared memory) kernel body.
 void emit_direct_kernel(Ctx& x);

@@ -803,7 +803,7 @@ void emit_direct_kernel(Ctx& x) {
   // Grouped layouts whose padding this kernel writes (no launcher memset: Plan::zero_outputs), last,
   // where nothing else is live (at the start the inlined walk spilled the phases' registers).
   for (size_t o = 0; o < x.p.outputs().size(); ++o) {
-    if (!direct_writes_padding(x.p, x.v, pl, int(o))) continue;
+    if (!kernel_writes_padding(x.p, x.v, pl, int(o))) continue;
     const Output& out = x.p.outputs()[o];
     const int k = x.p.input_index(out.layout.group_offsets()), ga = out.layout.group_axis();
     const int ca = blocked_axes(block_of(x.v.scales.at(size_t(x.v.output_index.at(o)))), pl.rank).second;

@@ -415,8 +415,20 @@ bool grouped_one_per_row(const Pipeline& p, const ValueSet& v, const Plan& plan,
   return ga == ra && ra == plan.ax_r && block_of(sn).size_along(ga) == 1;
 }
 
-bool direct_writes_padding(const Pipeline& p, const ValueSet& v, const Plan& plan, int o) {
-  return plan.kind == KernelKind::direct && p.rank() == 2 && grouped_one_per_row(p, v, plan, o);
+int grouped_cols_table(const Pipeline& p, const ValueSet& v, const Plan& plan, int o) {
+  const Output& out = p.outputs().at(size_t(o));
+  if (plan.kind != KernelKind::columns || plan.columns().stages != 1 || !out.layout.grouped() ||
+      out.dtype != DType::u8 || p.input_index(out.layout.group_offsets()) < 0 || out.layout.group_axis() != plan.ax_r)
+    return 0;
+  const BlockSpec& b = block_of(v.scales.at(size_t(v.output_index.at(size_t(o)))));
+  const int64_t br = b.size_along(plan.ax_r), n = plan.tile().first / br;
+  const bool cols_r = blocked_axes(b, plan.rank).second == plan.ax_r;  // ax_r runs along the scale columns
+  return br > 1 && cols_r && n >= 4 && n <= 32 && n % 4 == 0 ? int(n) : 0;
+}
+
+bool kernel_writes_padding(const Pipeline& p, const ValueSet& v, const Plan& plan, int o) {
+  if (plan.kind == KernelKind::direct) return p.rank() == 2 && grouped_one_per_row(p, v, plan, o);
+  return grouped_cols_table(p, v, plan, o) > 0;
 }
 
 }  // namespace mxjit::detail

@@ -34,11 +34,18 @@ void choose_tensorwise_axes(const Pipeline& p, const StrideClass& sc, Plan& plan
 /// True when output o of `p` is a grouped layout split along the plan's row axis ax_r with one
 /// byte scale per domain row (token groups of 1 x N blocks): a warp then places each scale row
 /// once (mx_grouped_rows_place), and the direct kernel of a rank-2 cast writes the layout's
-/// padding itself (direct_writes_padding).
+/// padding itself (kernel_writes_padding).
 bool grouped_one_per_row(const Pipeline& p, const ValueSet& v, const Plan& plan, int o);
-/// True when the direct kernel of `plan` writes output o's padding (mx_grouped_rows_pad), so the
-/// launcher need not zero it first: rank-2 casts with grouped_one_per_row.
-bool direct_writes_padding(const Pipeline& p, const ValueSet& v, const Plan& plan, int o);
+/// Scale columns per tile of grouped output o whose K groups (groups along the columns kernel's
+/// ax_r, the block axis) warp 0 finds once a tile into `mx_gt<o>` (mx_grouped_cols_table) instead
+/// of each thread walking the ends at the tile's end; 0 where the walk stays (other kernels,
+/// pipelined tiles, other group axes). docs/perf-log.md#grouped-cols-table
+int grouped_cols_table(const Pipeline& p, const ValueSet& v, const Plan& plan, int o);
+/// True when the kernel of `plan` writes output o's padding, so the launcher need not zero it
+/// first: the direct kernel of a rank-2 cast with grouped_one_per_row (mx_grouped_rows_pad), and
+/// the columns kernel with a K-group table (grouped_cols_table: warp 0 of each tile zeroes the
+/// padding the tile owns and its CTA's share of the buffer past the groups, mx_grouped_cols_pad).
+bool kernel_writes_padding(const Pipeline& p, const ValueSet& v, const Plan& plan, int o);
 
 /// The jagged scale of `v` (a scale whose blocks are jagged groups), or null.
 NodePtr jagged_scale(const ValueSet& v);

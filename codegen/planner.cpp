@@ -166,7 +166,6 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
   switch (plan.kind) {
     case KernelKind::direct:
       plan.kernel = plan_direct(p, v, plan, s, target, sc);
-      std::erase_if(plan.zero_outputs, [&](int o) { return direct_writes_padding(p, v, plan, o); });
       if (p.mask().active() && plan.direct().block_rows > 1) check_mask_runs(p, KernelKind::direct, "the direct kernel's 2-D blocks");
       // One count per chunk row: both mask axes index rows, not the chunks' columns (generator fuzzer seed 428).
       if (p.mask().active() && (p.mask().axis == plan.ax_c || p.mask().by == plan.ax_c))
@@ -180,6 +179,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
       plan.smem_bytes = tiled_smem;
       break;
   }
+  std::erase_if(plan.zero_outputs, [&](int o) { return kernel_writes_padding(p, v, plan, o); });
   return plan;
 }
 

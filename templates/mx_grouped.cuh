@@ -27,7 +27,8 @@
 //
 // blocked(r, c; Cp) is mx_blocked_offset<128, 4>(0, r, c, -, Cp). Padding bytes are zeroed by the
 // launcher before the kernel runs (cuMemsetD8Async), so kernels write real scales only, except
-// where the direct kernel writes them itself (mx_grouped_rows_pad below).
+// where the kernel writes them itself: the direct kernel's token groups (mx_grouped_rows_pad
+// below) and the columns kernel's K groups (mx_grouped_cols_pad).
 //
 // A thread's scales mostly fall in one group (a tile spans few), so the group found last is kept
 // in a cursor and the walk runs again only for a coordinate outside it. The group the walk finds
@@ -61,66 +62,19 @@ MX_D mx_i64 mx_grouped_blocked_offset(MxGroupCursor& cur, const int* ends, mx_i6
   return cur.pad * ((R + 127) / 128 * 128) + mx_blocked_offset<128, 4>(0, r, c - cur.s, 0, (cur.e - cur.s + 3) / 4 * 4);
 }
 
-// The groups of columns c0 .. c0 + n - 1 (n <= 32) of grouped_blocked_128x4 by columns (K groups;
-// `blk` domain elements per scale column), as the cursors the walk above would leave: t[l] for
-// column c0 + l, or an empty range past the last end (where the walk then answers -1). Found by
-// the warp together, 32 groups a pass (the ends clamped the same way: a prefix max, then into
-// [0, ext]; the padded starts a prefix sum of roundup(n_h, 4)), each lane l < n by a binary search
-// over the lanes. The columns kernel's warp 0 fills its tile's table right after issuing its loads,
-// so that no thread walks the ends after the tile's barrier. Every lane calls it, converged.
-MX_D void mx_grouped_cols_table(MxGroupCursor* t, int n, const int* ends, mx_i64 es, mx_i64 G64, mx_i64 blk64,
-                                mx_i64 ext64, mx_i64 c0) {
-  const int lane = int(threadIdx.x & 31u), G = int(G64), blk = int(blk64), ext = int(ext64);
-  const mx_i64 c = c0 + lane % n;
-  int lo = 0, prev_end = 0;  // carried over passes: the last clamped end and its scale column
-  mx_i64 pad = 0;
-  MxGroupCursor found;
-  bool done = false;
-  for (int h0 = 0; h0 < G; h0 += 32) {
-    int e = h0 + lane < G ? ends[mx_i64(h0 + lane) * es] : lo;
-    e = e > lo ? e : lo;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int o = __shfl_up_sync(0xffffffffu, e, d);
-      if (lane >= d && o > e) e = o;
-    }
-    e = e < ext ? e : ext;
-    const int end = (e + blk - 1) / blk;
-    int start = __shfl_up_sync(0xffffffffu, end, 1);
-    if (lane == 0) start = prev_end;
-    const int w = (end - start + 3) & ~3;
-    int incl = w;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int o = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += o;
-    }
-    int pos = 0;  // lanes whose group ends at or before c
-#pragma unroll
-    for (int s = 16; s > 0; s /= 2) {
-      const int v = __shfl_sync(0xffffffffu, end, pos + s - 1);
-      if (v <= c) pos += s;
-    }
-    const int last = __shfl_sync(0xffffffffu, end, 31);
-    if (pos == 31 && last <= c) pos = 32;
-    const int fs = __shfl_sync(0xffffffffu, start, pos & 31), fe = __shfl_sync(0xffffffffu, end, pos & 31);
-    const int fp = __shfl_sync(0xffffffffu, incl - w, pos & 31);
-    if (!done && pos < 32 && h0 + pos < G) done = true, found.s = fs, found.e = fe, found.pad = pad + fp;
-    lo = __shfl_sync(0xffffffffu, e, 31);
-    prev_end = last;
-    pad += __shfl_sync(0xffffffffu, incl, 31);
-  }
-  if (lane < n) t[lane] = found;
-}
-
 // One pass of the warp over groups h0 .. h0 + 31 (lane h0 + lane; lanes past G repeat the last
-// end): e the lane's end, clamped into [previous end, ext] (a prefix max from `lo`, the end before
-// h0), prev the end before it, n = roundup(e - prev, 128) its padded rows, incl the sum of n over
-// lanes 0 .. lane. Every lane of the warp calls it, converged.
+// end), in the walk's terms: e the lane's end, clamped into [previous end, ext] (a prefix max from
+// `lo`, the end before h0, then the clamp; the same as the walk's sequential clamp, since
+// min(max(a, min(b, ext)), ext) = min(max(a, b), ext)), [start, end) its scale range (ceil(./blk)
+// of the previous end and of e), n = roundup(end - start, U) its padded width, incl the sum of n
+// over lanes 0 .. lane; lo the pass's last end (lane 31's e, the next pass's `lo`) and last its
+// scale end. Every lane of the warp calls it, converged; 32 bits throughout (e <= ext).
 struct MxGroupPass {
-  int e, prev, n, incl;
+  int e, start, end, n, incl, lo, last;
 };
-MX_D MxGroupPass mx_group_pass(const int* ends, mx_i64 es, int G, int ext, int h0, int lo, int lane) {
+MX_D int mx_ceil_div(int a, int b) { return a / b + (a % b != 0); }  // a >= 0, b > 0; no overflow near 2^31
+template <int U>
+MX_D MxGroupPass mx_group_pass(const int* ends, mx_i64 es, int G, int ext, int blk, int h0, int lo, int lane) {
   int e = h0 + lane < G ? ends[mx_i64(h0 + lane) * es] : lo;
   e = e > lo ? e : lo;
 #pragma unroll
@@ -131,14 +85,101 @@ MX_D MxGroupPass mx_group_pass(const int* ends, mx_i64 es, int G, int ext, int h
   e = e < ext ? e : ext;
   int prev = __shfl_up_sync(0xffffffffu, e, 1);
   if (lane == 0) prev = lo;
-  const int n = (e - prev + 127) & ~127;
+  const int start = mx_ceil_div(prev, blk), end = mx_ceil_div(e, blk);
+  const int n = (end - start + U - 1) / U * U;
   int incl = n;
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
     const int o = __shfl_up_sync(0xffffffffu, incl, d);
     if (lane >= d) incl += o;
   }
-  return {e, prev, n, incl};
+  const int next_lo = __shfl_sync(0xffffffffu, e, 31);
+  return {e, start, end, n, incl, next_lo, mx_ceil_div(next_lo, blk)};
+}
+
+// The lane of a pass whose group holds scale coordinate i: how many lanes end at or before i
+// (0 .. 32; 32 when i lies past the pass), by a binary search over the lanes (the ends do not
+// decrease). Every lane of the warp calls it, converged, each with its own i.
+MX_D int mx_group_lane(const MxGroupPass& g, int i) {
+  int pos = 0;
+#pragma unroll
+  for (int s = 16; s > 0; s /= 2) {
+    const int v = __shfl_sync(0xffffffffu, g.end, pos + s - 1);
+    if (v <= i) pos += s;
+  }
+  return pos == 31 && g.last <= i ? 32 : pos;
+}
+
+// The groups of columns c0 .. c0 + n - 1 (n <= 32) of grouped_blocked_128x4 by columns (K groups;
+// `blk` domain elements per scale column), as the cursors the walk above would leave: t[l] for
+// column c0 + l, or an empty range past the last end (where the walk then answers -1); and in
+// t[n].pad the padded width of all groups, Q_G (where the buffer's unused tail starts, Q_G * Rp).
+// Found by the warp together, 32 groups a pass (mx_group_pass with U = 4 in scale units). The
+// columns kernel's warp 0 fills its tile's table right after issuing its loads, so that no thread
+// walks the ends after the tile's barrier. Every lane calls it, converged.
+MX_D void mx_grouped_cols_table(MxGroupCursor* t, int n, const int* ends, mx_i64 es, mx_i64 G64, mx_i64 blk64,
+                                mx_i64 ext64, mx_i64 c0) {
+  const int lane = int(threadIdx.x & 31u), G = int(G64), blk = int(blk64), ext = int(ext64);
+  const int c = int(c0) + lane % n;
+  int lo = 0;  // carried over passes: the last clamped end
+  mx_i64 pad = 0;
+  MxGroupCursor found;
+  bool done = false;
+  for (int h0 = 0; h0 < G; h0 += 32) {
+    const MxGroupPass g = mx_group_pass<4>(ends, es, G, ext, blk, h0, lo, lane);
+    const int pos = mx_group_lane(g, c);
+    const int fs = __shfl_sync(0xffffffffu, g.start, pos & 31), fe = __shfl_sync(0xffffffffu, g.end, pos & 31);
+    const int fp = __shfl_sync(0xffffffffu, g.incl - g.n, pos & 31);
+    if (!done && pos < 32 && h0 + pos < G) done = true, found.s = fs, found.e = fe, found.pad = pad + fp;
+    lo = g.lo;
+    pad += __shfl_sync(0xffffffffu, g.incl, 31);
+  }
+  if (lane < n) t[lane] = found;
+  if (lane == 0) t[n] = MxGroupCursor{0, 0, pad};
+}
+
+// The padding of grouped_blocked_128x4 by columns (K groups; R x C scales, Rp = roundup(R, 128))
+// that one tile of the columns kernel owns, written as zeros by its warp 0 right after the tile's
+// table t (mx_grouped_cols_table; scale columns c0 .. c0 + n - 1, layout rows r0 .. r0 + nr - 1),
+// while the tile's loads are in flight, so that the launcher need not clear the buffer first:
+//   - a group's last column c (c + 1 == e) zeroes, in each of the tile's rows, the bytes of the
+//     group's padding columns up to its padded width (the rest of c's 4-byte word);
+//   - a tile past row R zeroes rows R .. Rp - 1 of its stored columns (the stores skip them);
+//   - the buffer past all groups' bands, from Q_G * Rp (t[n].pad) to the bound Rp (Cp + 4 G)
+//     (BoundLayout::size_bound), is split over the grid's CTAs, 16-byte lines (the at most 15 bytes
+//     at each end by CTA 0), so a CTA past the tail's last line stores nothing.
+// The real scales' bytes are stored after the tile's barrier by other threads: distinct bytes.
+// Before the barrier this costs nothing; after it, it did (docs/perf-log.md#grouped-cols-pad).
+// Every lane of warp 0 calls it, converged.
+MX_D void mx_grouped_cols_pad(mx_u8* out, const MxGroupCursor* t, int n, mx_i64 c0, mx_i64 r0, int nr, mx_i64 R,
+                              mx_i64 C, mx_i64 G) {
+  __syncwarp();  // t[] was written by the lanes of this warp
+  const int lane = int(threadIdx.x & 31u);
+  const mx_i64 Rp = (R + 127) / 128 * 128, rend = r0 + nr < Rp ? r0 + nr : Rp;
+  for (int l = 0; l < n; ++l) {
+    const MxGroupCursor g = t[l];
+    const mx_i64 c = c0 + l, k = c - g.s;
+    if (c >= C || c < g.s || c >= g.e) continue;           // stored nowhere: past the extent or the last end
+    const int kpad = c + 1 == g.e ? int(3 - (k & 3)) : 0;  // the group's padding columns after c
+    const mx_i64 from = kpad > 0 ? r0 : (R > r0 ? R : r0), Cg = (g.e - g.s + 3) / 4 * 4;
+    for (mx_i64 r = from + lane; r < rend; r += 32) {
+      mx_u8* const p = out + g.pad * Rp + mx_blocked_offset<128, 4>(0, r, k, 0, Cg);
+      if (r >= R) p[0] = 0;
+      for (int z = 1; z <= kpad; ++z) p[z] = 0;
+    }
+  }
+  const mx_i64 lo = t[n].pad * Rp, hi = Rp * ((C + 3) / 4 * 4 + 4 * G);
+  if (lo >= hi) return;
+  const mx_i64 base = mx_i64(reinterpret_cast<mx_u64>(out) & 15u);  // lines start where base + i is a multiple of 16
+  mx_i64 a = (base + lo + 15) / 16 * 16 - base, b = (base + hi) / 16 * 16 - base;
+  if (a > hi) a = hi;
+  if (b < a) b = a;
+  const mx_i64 cta = blockIdx.x + mx_i64(gridDim.x) * (blockIdx.y + mx_i64(gridDim.y) * blockIdx.z);
+  const mx_i64 ctas = mx_i64(gridDim.x) * gridDim.y * gridDim.z;
+  if (cta == 0 && lane < a - lo) out[lo + lane] = 0;
+  if (cta == 0 && lane < hi - b) out[b + lane] = 0;
+  for (mx_i64 i = cta * 32 + lane; i < (b - a) / 16; i += ctas * 32)
+    *reinterpret_cast<uint4*>(out + a + 16 * i) = make_uint4(0u, 0u, 0u, 0u);
 }
 
 // The padded row of scale row r in grouped_blocked_128x4 by rows with one scale per domain row
@@ -153,22 +194,13 @@ MX_D mx_i64 mx_grouped_rows_place(const int* ends, mx_i64 es, mx_i64 G64, mx_i64
   const int lane = int(threadIdx.x & 31u), G = int(G64), ext = int(ext64), r = int(r64);
   int lo = 0, pad = 0, placed = -1;  // carried over chunks: the last clamped end, its padded start
   for (int h0 = 0; h0 < G; h0 += 32) {
-    const MxGroupPass g = mx_group_pass(ends, es, G, ext, h0, lo, lane);
-    const int e = g.e, prev = g.prev, n = g.n, incl = g.incl;
-    // pos: how many of this chunk's lanes end at or before r (lanes past G end at the last end).
-    int pos = 0;
-#pragma unroll
-    for (int s = 16; s > 0; s /= 2) {
-      const int v = __shfl_sync(0xffffffffu, e, pos + s - 1);
-      if (v <= r) pos += s;
-    }
-    const int last = __shfl_sync(0xffffffffu, e, 31);
-    if (pos == 31 && last <= r) pos = 32;
-    const int start = __shfl_sync(0xffffffffu, prev, pos & 31);
-    const int p = pad + __shfl_sync(0xffffffffu, incl - n, pos & 31);
+    const MxGroupPass g = mx_group_pass<128>(ends, es, G, ext, 1, h0, lo, lane);
+    const int pos = mx_group_lane(g, r);
+    const int start = __shfl_sync(0xffffffffu, g.start, pos & 31);
+    const int p = pad + __shfl_sync(0xffffffffu, g.incl - g.n, pos & 31);
     if (placed < 0 && pos < 32 && h0 + pos < G) placed = p + (r - start);
-    lo = last;
-    pad += __shfl_sync(0xffffffffu, incl, 31);
+    lo = g.lo;
+    pad += __shfl_sync(0xffffffffu, g.incl, 31);
   }
   return placed;
 }
@@ -195,18 +227,17 @@ MX_D void mx_grouped_rows_pad(mx_u8* out, const int* ends, mx_i64 es, mx_i64 G64
     const int b0 = int(band) * 128;
     int lo = 0, pad = 0, k = 0;  // carried over passes: the last clamped end, its padded start
     for (int h0 = 0; h0 < G; h0 += 32) {
-      const MxGroupPass g = mx_group_pass(ends, es, G, ext, h0, lo, lane);
-      const int e = g.e, prev = g.prev, n = g.n, incl = g.incl;
-      const int start = pad + incl - n;  // this lane's group's padded start
-      const unsigned mine = __ballot_sync(0xffffffffu, h0 + lane < G && start <= b0 && b0 < start + n);
+      const MxGroupPass g = mx_group_pass<128>(ends, es, G, ext, 1, h0, lo, lane);
+      const int start = pad + g.incl - g.n;  // this lane's group's padded start
+      const unsigned mine = __ballot_sync(0xffffffffu, h0 + lane < G && start <= b0 && b0 < start + g.n);
       if (mine) {
         const int src = __ffs(mine) - 1;
-        const int real = __shfl_sync(0xffffffffu, e - prev, src) - (b0 - __shfl_sync(0xffffffffu, start, src));
+        const int real = __shfl_sync(0xffffffffu, g.end - g.start, src) - (b0 - __shfl_sync(0xffffffffu, start, src));
         k = real < 128 ? real : 128;
         break;
       }
-      lo = __shfl_sync(0xffffffffu, e, 31);
-      pad += __shfl_sync(0xffffffffu, incl, 31);
+      lo = g.lo;
+      pad += __shfl_sync(0xffffffffu, g.incl, 31);
     }
     if (k == 128 && C == Cp) continue;  // a band of real rows and no column padding
     mx_u8* const base = out + mx_i64(b0) * Cp;

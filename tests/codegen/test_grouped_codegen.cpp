@@ -65,7 +65,8 @@ TEST_CASE("grouped_blocked_128x4: every variant compiles for sm_90a and sm_100a"
 }
 
 TEST_CASE(
-    "grouped_blocked_128x4: both emitters write it; its padding is the direct kernel's for token groups, else the launcher's") {
+    "grouped_blocked_128x4: both emitters write it; its padding is the direct kernel's for token groups, the columns "
+    "kernel's for K groups, else the launcher's") {
   const Target t = Target::parse("sm_90a");
   for (int block_axis : {1, 0})
     for (int group_axis : {0, 1})
@@ -83,9 +84,12 @@ TEST_CASE(
         // Token groups (one scale per row) in the direct kernel: warp 0 finds the CTA's rows'
         // groups, all its lanes together; elsewhere a walk over the groups per scale.
         const bool warp_place = k.plan.kind == KernelKind::direct && group_axis == 1 - block_axis;
-        // There the kernel writes the padding last (every warp, a 128-row band each); elsewhere the
-        // launcher zeroes the buffer first.
-        CHECK(k.plan.zero_outputs == (warp_place ? std::vector<int>{} : std::vector<int>{1}));
+        // K groups in the columns kernel: warp 0's table of the tile's groups (below).
+        const bool table = k.plan.kind == KernelKind::columns && group_axis == block_axis;
+        // There the kernel writes the padding (the direct kernel last, every warp a 128-row band;
+        // the columns kernel beside its scales and past the groups); elsewhere the launcher zeroes
+        // the buffer first.
+        CHECK(k.plan.zero_outputs == (warp_place || table ? std::vector<int>{} : std::vector<int>{1}));
         const size_t pad_at = k.source.find(
             "mx_grouped_rows_pad(static_cast<mx_u8*>(P.out[1]), static_cast<const int*>(P.in[1]), "
             "P.in_stride[1][0], P.in_extent[1], P.shape[");
@@ -128,12 +132,11 @@ TEST_CASE(
           // K groups in the columns kernel: warp 0 finds the tile's 4 scale columns' groups right
           // after issuing its loads (fast and tail paths), and each scale starts from its column's
           // cursor (a walk only past the last end; docs/perf-log.md#grouped-cols-table).
-          const bool table = k.plan.kind == KernelKind::columns && group_axis == block_axis;
-          CHECK((grouped_cols_table_n(k) == 4) == table);
+          CHECK((grouped_cols_table_n(k) == 5) == table);  // 4 columns, then Q_G
           if (table) {
             const std::string fill = fmt::format(
-                "if (warp == 0) mx_grouped_cols_table(mx_gt1, 4, static_cast<const int*>(P.in[1]), P.in_stride[1][0], "
-                "P.in_extent[1], 32, P.shape[{}], t_r0 / 32);",
+                "if (warp == 0) {{\n      mx_grouped_cols_table(mx_gt1, 4, static_cast<const int*>(P.in[1]), P.in_stride[1][0], "
+                "P.in_extent[1], 32, P.shape[{}], t_r0 / 32);\n",
                 block_axis);
             const size_t f1 = body.find(fill), f2 = body.find(fill, f1 + 1), bar = body.rfind("__syncthreads();");
             CHECK(f1 != std::string::npos);
@@ -144,6 +147,20 @@ TEST_CASE(
             CHECK(body.find("MxGroupCursor gcur = mx_gt1[ir];") > bar);
             CHECK(body.find("mx_grouped_blocked_offset<false>(gcur, ") > bar);
             CHECK(body.find("MxGroupCursor gcur;") == std::string::npos);
+            // Its padding (no memset): warp 0 zeroes what the tile owns right after its table, in
+            // both paths, before the barrier (docs/perf-log.md#grouped-cols-pad); the stores write
+            // real scales only.
+            const std::string pad = fmt::format(
+                "      mx_grouped_cols_pad(static_cast<mx_u8*>(P.out[1]), mx_gt1, 4, t_r0 / 32, t_c0, 256, "
+                "P.out_shape[1][{}], P.out_shape[1][{}], P.in_extent[1]);\n    }}\n",
+                1 - block_axis, block_axis);
+            const size_t p1 = body.find(pad), p2 = body.find(pad, p1 + 1);
+            CHECK(p1 > f1);
+            CHECK(p1 != std::string::npos);
+            CHECK(p2 > f2);
+            CHECK(p2 != std::string::npos);
+            CHECK(p2 < bar);
+            CHECK(body.find("if (gs_r < gs_nr && gs_c < gs_nc) {") > bar);
           } else {
             // The walk keeps the group it found last: one cursor, declared before the scales' loop.
             const std::string cur = k.plan.kind == KernelKind::direct ? "gcur1" : "gcur";

@@ -242,6 +242,39 @@ TEST_CASE(
   MESSAGE("cases: " << n);
 }
 
+TEST_CASE(
+    "grouped_blocked_128x4 on the GPU: K groups' padding written by the columns kernel (any buffer start, the tail past "
+    "the groups)") {
+  MXJIT_REQUIRE_GPU();
+  // The columns kernel with its K-group table zeroes the padding itself (no memset): a group's last
+  // scale column the columns up to its padded width, the last tile the rows up to a multiple of
+  // 128, and the whole grid the buffer past the groups (mx_zero_grid). Every byte of the poisoned
+  // buffer is compared, at buffer starts 0, 1, 2, 4 and 8 bytes past a 16-byte boundary, for N with
+  // and without padding rows, groups of every width modulo 4 (and empty), ends short of the extent
+  // (columns stored nowhere), all groups empty (the whole buffer is the tail) and 300 groups.
+  const std::vector<int32_t> ends = {0, 32, 96, 1056, 2080, 4000};
+  std::vector<int32_t> many(300);
+  for (int h = 0; h < 300; ++h) many[size_t(h)] = int32_t(std::min(4128, 32 * (h / 2) + (h % 7 == 0 ? 64 : 0)));
+  for (int h = 1; h < 300; ++h) many[size_t(h)] = std::max(many[size_t(h)], many[size_t(h) - 1]);
+  const std::vector<int32_t> empty = {0, 0, 0};
+  int n = 0;
+  for (size_t shift : {size_t(0), size_t(1), size_t(2), size_t(4), size_t(8)})
+    for (int64_t N : {70, 256, 1000}) {
+      const Pipeline p = grouped_cast(DType::bf16, 0, 0, Recipe::e4m3_rceil);
+      const detail::Plan plan = detail::make_plan(p, current_target(), detail::default_stride_class(p));
+      REQUIRE(plan.kind == KernelKind::columns);
+      REQUIRE(plan.zero_outputs.empty());
+      const std::string label = fmt::format("K groups, N {}, buffer start +{}", N, shift);
+      CHECK(check_grouped(p, DType::bf16, {4128, N}, false, ends, ends, 1000 + n, n % 2 == 0, label, shift) == 0);
+      CHECK(check_grouped(p, DType::bf16, {4128, N}, false, many, many, 1050 + n, false, label + ", 300 groups",
+                          shift) == 0);
+      CHECK(check_grouped(p, DType::bf16, {4128, N}, false, empty, empty, 1100 + n, false,
+                          label + ", every group empty", shift) == 0);
+      ++n;
+    }
+  MESSAGE("cases: " << n);
+}
+
 TEST_CASE("grouped_blocked_128x4 on the GPU: ends the device clamps (negative, decreasing, past the extent)") {
   MXJIT_REQUIRE_GPU();
   // The device does not validate the ends (no host synchronisation); it clamps each into
