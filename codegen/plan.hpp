@@ -229,7 +229,8 @@ struct Plan {
   const RowsPlan& rows() const { return std::get<RowsPlan>(kernel); }
   /// The tile of the tiled and columns kinds (rows x cols); throws for the others.
   std::pair<int, int> tile() const;
-  /// The grid and tile counts for a domain of `shape` (`groups`: the jagged kernel's group count).
+  /// The grid and tile counts for a domain of `shape` (`groups`: the jagged kernel's group count, or
+  /// the largest offsets input's extent where grouped layouts bound the kernel's 32-bit indexing).
   /// Throws UsageError where the domain does not fit one launch or the kernel's 32-bit indexing.
   Launch launch(const std::vector<int64_t>& shape, int64_t groups) const;
   /// Canonical text of every field, one line per part (the banner; the cache's metadata).

@@ -139,7 +139,7 @@ Binding check_bindings(const Pipeline& p, std::span<const TensorView> inputs, st
         break;
       case InputDecl::Kind::offsets:
         check_common(what, v, DType::i32, 1, device);
-        b.groups = v.shape[0];
+        b.groups = std::max(b.groups, v.shape[0]);  // every grouped layout's padded rows must fit the launch's bound
         break;
       case InputDecl::Kind::counts:
         check_common(what, v, DType::i32, 1, device);

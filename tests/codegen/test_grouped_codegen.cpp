@@ -202,4 +202,10 @@ TEST_CASE("grouped_blocked_128x4: the direct kernel places token-group rows in 3
                         "past 2^31 - 1 rows"),
       UsageError);
   CHECK_THROWS_AS(k.plan.launch({1024, 64}, int64_t(1) << 40), UsageError);
+  // K groups in the columns kernel: its table counts the groups in 32 bits.
+  const GeneratedKernel kc = generate(grouped(DType::bf16, 0, 0), Target::parse("sm_90a"), input_order(false));
+  REQUIRE(kc.plan.kind == KernelKind::columns);
+  CHECK(kc.plan.launch({4096, 256}, (int64_t(1) << 31) - 1).grid[0] > 0u);
+  CHECK_THROWS_WITH_AS(kc.plan.launch({4096, 256}, int64_t(1) << 31),
+                       doctest::Contains("launch: an offsets input of 2147483648 groups"), UsageError);
 }
