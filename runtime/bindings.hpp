@@ -12,7 +12,7 @@ namespace mxjit::detail {
 /// What the checks learned about one launch.
 struct Binding {
   std::vector<int64_t> shape;          ///< the domain extents
-  int64_t groups = 0;                  ///< the largest offsets input's extent (jagged groups; the launch's 32-bit bound)
+  int64_t groups = 0;                  ///< the largest offsets input's extent (Plan::launch)
   std::vector<OutputGeometry> outputs; ///< per output
   std::vector<int> unit_axis;          ///< per input: the axis with stride 1 (-1: none)
   std::vector<bool> aligned;           ///< per input: 16-byte aligned base and other strides
