@@ -489,14 +489,41 @@ void emit_placed_search(Ctx& x) {
   x.out += "  }\n";
 }
 
-// The token groups' scale bytes kept by phase 2, stored by each block's first lane once warp 0's
-// padded rows are in shared memory (the one barrier, after the codes).
+// The token groups' scale bytes kept by phase 2, stored once warp 0's padded rows are in shared
+// memory (the one barrier, after the codes). With 4 lanes a block, 4 chunks a thread and rows
+// r, r+32, r+64, r+96 (row_step 32), lane 16k gathers its 4 blocks' bytes into a word a row and
+// stores them together (mx_grouped_rows_store4: one atom line where a group holds the 4 rows);
+// else each block's first lane stores its bytes (docs/perf-log.md#grouped-rows-stores).
 void emit_placed_stores(Ctx& x) {
   const Plan& pl = x.plan;
   const int U = pl.direct().chunks_per_thread;
   const std::vector<int> placed = placed_outputs(x);
   if (placed.empty()) return;
   x.out += "  __syncthreads();  // warp 0's padded rows\n";
+  if (pl.direct().lanes_per_block == 4 && U == 4 && pl.direct().row_step == 32) {
+    x.out += "  {  // 4 blocks' bytes (byte u: chunk u's row) gathered into lane 16k, a word a row\n";
+    x.out += fmt::format("    const unsigned lane = threadIdx.x & 31u;\n    const int C = cc_[0] / {};\n",
+                         pl.direct().block_cols);
+    for (int o : placed) {
+      const int ca = blocked_axes(block_of(x.v.scales.at(size_t(x.v.output_index.at(size_t(o))))), pl.rank).second;
+      x.out += fmt::format(
+          "    {{\n"
+          "      const mx_u32 b0 = sbg{0}[0], b1 = __shfl_down_sync(0xffffffffu, b0, 4), b2 = __shfl_down_sync(0xffffffffu, b0, 8),\n"
+          "                   b3 = __shfl_down_sync(0xffffffffu, b0, 12);\n"
+          "      const int nc = int(P.out_shape[{0}][{1}]);\n"
+          "      if (lane % 16u == 0 && slot < slots && C < nc) {{\n"
+          "        const mx_u32 lo0 = __byte_perm(b0, b1, 0x5140), hi0 = __byte_perm(b0, b1, 0x7362);\n"
+          "        const mx_u32 lo1 = __byte_perm(b2, b3, 0x5140), hi1 = __byte_perm(b2, b3, 0x7362);\n"
+          "        const mx_u32 w[4] = {{__byte_perm(lo0, lo1, 0x5410), __byte_perm(lo0, lo1, 0x7632), __byte_perm(hi0, hi1, 0x5410),\n"
+          "                             __byte_perm(hi0, hi1, 0x7632)}};\n"
+          "        mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[{0}]), mx_gp{0}, C, nc - C < 4 ? nc - C : 4, (nc + 3) / 4 * 4, w);\n"
+          "      }}\n"
+          "    }}\n",
+          o, ca);
+    }
+    x.out += "  }\n";
+    return;
+  }
   x.out += fmt::format("  if ((threadIdx.x % {}) == 0) {{\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n",
                        pl.direct().lanes_per_block, U);
   x.out += "      const int cc = cc_[u];\n      if (!(ok[u] && cc < n_c)) continue;\n";
@@ -709,8 +736,8 @@ void emit_direct_kernel(Ctx& x) {
       {"pslots",
        fmt::format("  const unsigned pslots = {} * {}u;\n",
                    pc == 1 ? "unsigned(nblk)" : fmt::format("unsigned((nblk + {0} - 1) / {0} * {0})", pc), G)});
+  counts.push_back({"rows", "  const mx_i64 rows = P.tiles_r;\n"});  // read unless the real extent bounds the rows
   defer_decls(x, std::move(counts));
-  x.out += "  const mx_i64 rows = P.tiles_r;\n";
   x.out += fmt::format("  bool ok[{0}];\n  int cc_[{0}];\n", U);
   // Row indices: 32-bit with 16-byte loads (off local memory at the register caps), 64-bit with
   // element loads (DirectPlan::wide_rows; docs/perf-log.md#direct-row-indices).

@@ -140,6 +140,11 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
       d.pad_rows = std::max(d.pad_rows, mxjit::detail::blocked_atom(o.layout).first);
       d.pad_block_cols = std::max(d.pad_block_cols, mxjit::detail::blocked_atom(o.layout).second);
     }
+  // Token groups of a 2-D cast: the grid in whole 128-row blocks too, so that a thread's rows (below)
+  // keep their padded rows in one atom line wherever a group holds all four
+  // (docs/perf-log.md#grouped-rows-stores).
+  for (int o = 0; o < int(p.outputs().size()); ++o)
+    if (grouped_one_per_row(p, v, plan, o) && p.rank() == 2) d.pad_rows = std::max(d.pad_rows, 128);
   // Rows between a thread's chunks: 32 with 128-row blocked scales and 4 chunks, so that a
   // thread's rows fill the 4 row slots of one 16-byte line of a 128x4 atom.
   d.row_step = d.pad_rows == 128 && d.chunks_per_thread == 4 ? 32 : 1;

@@ -120,11 +120,21 @@ TEST_CASE(
           CHECK(barrier != std::string::npos);
           CHECK(body.find("__syncthreads()", barrier + 1) == std::string::npos);
           CHECK(body.find("sbg1[u / 4] |= ") < barrier);
-          CHECK(body.find("const mx_i64 gp1 = mx_gp1[u];") > barrier);
-          CHECK(body.find("gs_off = gp1 >= 0") > barrier);
           CHECK(k.plan.ctas_per_sm == 6);
-          CHECK(body.find("gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;") !=
-                std::string::npos);
+          // A thread's rows are r, r+32, r+64, r+96 of a 128-row block (the grid in whole blocks), and
+          // lane 16k stores its 4 blocks' bytes a word a row, or as one atom line where a group
+          // holds the 4 rows (docs/perf-log.md#grouped-rows-stores).
+          CHECK(k.plan.direct().row_step == 32);
+          CHECK(k.plan.direct().pad_rows == 128);
+          CHECK(body.find("const mx_i64 row0 = gi / 32 * 128 + gi % 32;") < search);
+          const size_t gather = body.find("b1 = __shfl_down_sync(0xffffffffu, b0, 4)");
+          const size_t store = body.find(
+              "mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[1]), mx_gp1, C, nc - C < 4 ? nc - C : 4, "
+              "(nc + 3) / 4 * 4, w);");
+          CHECK(gather > barrier);
+          CHECK(gather != std::string::npos);
+          CHECK(store > gather);
+          CHECK(store != std::string::npos);
           CHECK(body.find("mx_grouped_blocked_offset") == std::string::npos);
         } else {
           CHECK(body.find("mx_grouped_blocked_offset") != std::string::npos);

@@ -1,10 +1,10 @@
 // ==== mxjit generated kernel ========================================================
-// mxjit_direct_dim0_e4m3_rceil_bf16_b1645a56
-// generator mxjit-gen-41  target sm_90a  stride class sc(1a,0)
+// mxjit_direct_dim0_e4m3_rceil_bf16_8b90bc4d
+// generator mxjit-gen-42  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
-//   direct: block_cols=32 lanes_per_block=4 chunks_per_thread=4 pad=1x1 row_step=1 wide_rows=0 scatter_scales=[0] e2m1_words=[0] eight_at_once=[0] blocked_scales=[-,-]
+//   direct: block_cols=32 lanes_per_block=4 chunks_per_thread=4 pad=128x1 row_step=32 wide_rows=0 scatter_scales=[0] e2m1_words=[0] eight_at_once=[0] blocked_scales=[-,-]
 //   launch: rank=2 ax_r=0 ax_c=1 batch=[] threads=256 ctas_per_sm=6 smem=0 zero=[] prepass=none
 //   params: in:2 out:2 shape:2 in_stride:4 out_stride:4 out_shape:4 tiles_r:1 tiles_c:1 aux:1 in_extent:2
 //   schedule: tune()
@@ -32,11 +32,10 @@ struct MxParams {
   mx_i64 in_extent[2];  // grouped scale layouts: each input's extent along axis 0 (offsets: G)
 };
 
-extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e4m3_rceil_bf16_b1645a56(const MxParams P) {
+extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e4m3_rceil_bf16_8b90bc4d(const MxParams P) {
   const int n_c = int(P.shape[1]);
   const int nblk = (n_c + 32 - 1) / 32;
   const unsigned slots = unsigned(nblk) * 4u;  // chunk slots per row: 4 lanes per block
-  const mx_i64 rows = P.tiles_r;
   bool ok[4];
   int cc_[4];
   int ix0_[4];
@@ -45,11 +44,12 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e4m3_rcei
   // grid.x runs along the slots of a row (32-bit), grid.y/z over groups of rows.
   const unsigned slot = blockIdx.x * blockDim.x + threadIdx.x;
   const int cc0 = int(slot / 4u) * 32 + int(slot % 4u) * 8;
-  const mx_i64 row0 = (mx_i64(blockIdx.z) * gridDim.y + blockIdx.y) * 4;
+  const mx_i64 gi = mx_i64(blockIdx.z) * gridDim.y + blockIdx.y;  // rows interleaved by 32 (row_step)
+  const mx_i64 row0 = gi / 32 * 128 + gi % 32;
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
-    const mx_i64 row = row0 + u;
-    ok[u] = row < rows && slot < slots;
+    const mx_i64 row = row0 + u * 32;
+    ok[u] = row < P.shape[0] && slot < slots;
     cc_[u] = cc0;
     ix0_[u] = int(row);
     {
@@ -135,20 +135,19 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e4m3_rcei
     sbg1[u / 4] |= mx_u32(mx_u8(byte0)) << (8 * (u % 4));
   }
   __syncthreads();  // warp 0's padded rows
-  if ((threadIdx.x % 4) == 0) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int cc = cc_[u];
-      if (!(ok[u] && cc < n_c)) continue;
-      const mx_i64 ix0 = ix0_[u];
-      const int C = cc / 32;
-      const mx_i64 gp1 = mx_gp1[u];
-      {  // grouped_blocked128x4(0,offs): group ends from input 'offs' (device); padding zeroed at the kernel's end
-        const mx_i64 gs_r = ix0, gs_c = C, gs_nr = P.out_shape[1][0], gs_nc = P.out_shape[1][1];
-        if (gs_r < gs_nr && gs_c < gs_nc) {
-          const mx_i64 gs_off = gp1 >= 0 ? mx_blocked_offset<128, 4>(0, gp1, gs_c, 0, (gs_nc + 3) / 4 * 4) : -1;
-          if (gs_off >= 0) static_cast<mx_u8*>(P.out[1])[gs_off] = mx_u8(sbg1[u / 4] >> (8 * (u % 4)));
-        }
+  {  // 4 blocks' bytes (byte u: chunk u's row) gathered into lane 16k, a word a row
+    const unsigned lane = threadIdx.x & 31u;
+    const int C = cc_[0] / 32;
+    {
+      const mx_u32 b0 = sbg1[0], b1 = __shfl_down_sync(0xffffffffu, b0, 4), b2 = __shfl_down_sync(0xffffffffu, b0, 8),
+                   b3 = __shfl_down_sync(0xffffffffu, b0, 12);
+      const int nc = int(P.out_shape[1][1]);
+      if (lane % 16u == 0 && slot < slots && C < nc) {
+        const mx_u32 lo0 = __byte_perm(b0, b1, 0x5140), hi0 = __byte_perm(b0, b1, 0x7362);
+        const mx_u32 lo1 = __byte_perm(b2, b3, 0x5140), hi1 = __byte_perm(b2, b3, 0x7362);
+        const mx_u32 w[4] = {__byte_perm(lo0, lo1, 0x5410), __byte_perm(lo0, lo1, 0x7632), __byte_perm(hi0, hi1, 0x5410),
+                             __byte_perm(hi0, hi1, 0x7632)};
+        mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[1]), mx_gp1, C, nc - C < 4 ? nc - C : 4, (nc + 3) / 4 * 4, w);
       }
     }
   }
