@@ -234,7 +234,7 @@ void emit_scale_store(Ctx& x, int o, int s) {
 
 // Blocked scales a 16-byte atom line at a time (4 rows per thread, 32 apart: rows r, r+32, r+64,
 // r+96 of one 128x4 atom line). The first lane of every 4 blocks takes the other 3 blocks' words
-// (3 shuffles) and transposes the 4 x 4 bytes with byte permutes:
+// (3 shuffles) and transposes the 4 x 4 bytes (mx_transpose4x4):
 //
 //   held:   A = sb(block 0) = [A0 A1 A2 A3]   (byte u: row r + 32u)   B, C, D: blocks 1-3
 //   line:   [A0 B0 C0 D0 | A1 B1 C1 D1 | A2 B2 C2 D2 | A3 B3 C3 D3]   -> one 16-byte store
@@ -248,10 +248,7 @@ void emit_blocked_line(Ctx& x, int o) {
   x.out += fmt::format("    const mx_u32 a = sb{0}[0], b = __shfl_down_sync(0xffffffffu, a, {1}), c = __shfl_down_sync(0xffffffffu, a, {2}),\n"
                        "                 d = __shfl_down_sync(0xffffffffu, a, {3});\n", o, G, 2 * G, 3 * G);
   x.out += fmt::format("    if (row0 < rows && slot < pslots && lane % {}u == 0) {{\n", 4 * G);
-  x.out += "      const mx_u32 ab0 = __byte_perm(a, b, 0x5140), ab1 = __byte_perm(a, b, 0x7362);\n";
-  x.out += "      const mx_u32 cd0 = __byte_perm(c, d, 0x5140), cd1 = __byte_perm(c, d, 0x7362);\n";
-  x.out += "      const mx_v16 line{__byte_perm(ab0, cd0, 0x5410), __byte_perm(ab0, cd0, 0x7632), __byte_perm(ab1, cd1, 0x5410),\n"
-           "                        __byte_perm(ab1, cd1, 0x7632)};\n";
+  x.out += "      const mx_v16 line = mx_transpose4x4(a, b, c, d);\n";
   x.out += fmt::format("      mx_u8* const p = static_cast<mx_u8*>(P.out[{}]) + base + mx_blocked_offset32<128, 4>(unsigned(ix{}_[0]), slot / {}u, Cp);\n",
                        o, row_axes(pl).back(), G);
   x.out += "      if (mx_aligned16(p)) mx_st16(p, line);\n";
@@ -512,11 +509,8 @@ void emit_placed_stores(Ctx& x) {
           "                   b3 = __shfl_down_sync(0xffffffffu, b0, 12);\n"
           "      const int nc = int(P.out_shape[{0}][{1}]);\n"
           "      if (lane % 16u == 0 && slot < slots && C < nc) {{\n"
-          "        const mx_u32 lo0 = __byte_perm(b0, b1, 0x5140), hi0 = __byte_perm(b0, b1, 0x7362);\n"
-          "        const mx_u32 lo1 = __byte_perm(b2, b3, 0x5140), hi1 = __byte_perm(b2, b3, 0x7362);\n"
-          "        const mx_u32 w[4] = {{__byte_perm(lo0, lo1, 0x5410), __byte_perm(lo0, lo1, 0x7632), __byte_perm(hi0, hi1, 0x5410),\n"
-          "                             __byte_perm(hi0, hi1, 0x7632)}};\n"
-          "        mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[{0}]), mx_gp{0}, C, nc - C < 4 ? nc - C : 4, (nc + 3) / 4 * 4, w);\n"
+          "        mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[{0}]), mx_gp{0}, C, nc - C < 4 ? nc - C : 4, (nc + 3) / 4 * 4,\n"
+          "                               mx_transpose4x4(b0, b1, b2, b3));\n"
           "      }}\n"
           "    }}\n",
           o, ca);

@@ -159,17 +159,14 @@ void emit_transposed_codes(Ctx& x, int o) {
     const char* f = h ? "y" : "x";
     for (int rb = 0; rb < 2; ++rb) {
       const int u0 = 4 * rb;
-      x.out += fmt::format("    mx_u32 t{0}{1}[4];\n    {{\n", h, rb);
-      x.out += fmt::format("      const mx_u32 ab0 = __byte_perm(qt{0}[{1}].{2}, qt{0}[{3}].{2}, 0x5140), ab1 = __byte_perm(qt{0}[{1}].{2}, qt{0}[{3}].{2}, 0x7362);\n",
-                           o, u0, f, u0 + 1);
-      x.out += fmt::format("      const mx_u32 cd0 = __byte_perm(qt{0}[{1}].{2}, qt{0}[{3}].{2}, 0x5140), cd1 = __byte_perm(qt{0}[{1}].{2}, qt{0}[{3}].{2}, 0x7362);\n",
-                           o, u0 + 2, f, u0 + 3);
-      x.out += fmt::format("      t{0}{1}[0] = __byte_perm(ab0, cd0, 0x5410); t{0}{1}[1] = __byte_perm(ab0, cd0, 0x7632);\n", h, rb);
-      x.out += fmt::format("      t{0}{1}[2] = __byte_perm(ab1, cd1, 0x5410); t{0}{1}[3] = __byte_perm(ab1, cd1, 0x7632);\n    }}\n", h, rb);
+      x.out += fmt::format(
+          "    const mx_v16 t{0}{1} = mx_transpose4x4(qt{2}[{3}].{4}, qt{2}[{5}].{4}, qt{2}[{6}].{4}, qt{2}[{7}].{4});\n",
+          h, rb, o, u0, f, u0 + 1, u0 + 2, u0 + 3);
     }
   }
   for (int j = 0; j < 8; ++j)
-    x.out += fmt::format("    mx_t{0}[lane_c * 8 + {1}][rt ^ key] = make_uint2(t{2}0[{3}], t{2}1[{3}]);\n", o, j, j / 4, j % 4);
+    x.out += fmt::format("    mx_t{0}[lane_c * 8 + {1}][rt ^ key] = make_uint2(t{2}0.{3}, t{2}1.{3});\n", o, j, j / 4,
+                         "xyzw"[j % 4]);
   x.out += "    __syncthreads();\n";
   // The block's outer row indices from gi (a thread's own ix may lie past the last row, in the
   // next index of the outer axes), then its first column and row.

@@ -183,11 +183,10 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
   x.out += "      cw[b + u][0] = wd[0];\n      cw[b + u][1] = wd[1];\n    }\n    }\n";
   x.out += fmt::format("    // 4 x 4 byte transposes: run[e][h] = column e's codes of rows 4h .. 4h+3.\n    mx_u32 run[8][{}];\n", H);
   x.out += fmt::format("#pragma unroll\n    for (int h = 0; h < {}; ++h) {{\n#pragma unroll\n      for (int k = 0; k < 2; ++k) {{\n", H);
-  x.out += "        const mx_u32 a0 = cw[4 * h][k], a1 = cw[4 * h + 1][k], a2 = cw[4 * h + 2][k], a3 = cw[4 * h + 3][k];\n";
-  x.out += "        const mx_u32 t0 = __byte_perm(a0, a1, 0x5140u), t1 = __byte_perm(a2, a3, 0x5140u);  // bytes 0, 1 interleaved\n";
-  x.out += "        const mx_u32 t2 = __byte_perm(a0, a1, 0x7362u), t3 = __byte_perm(a2, a3, 0x7362u);  // bytes 2, 3\n";
-  x.out += "        run[4 * k][h] = __byte_perm(t0, t1, 0x5410u);\n        run[4 * k + 1][h] = __byte_perm(t0, t1, 0x7632u);\n";
-  x.out += "        run[4 * k + 2][h] = __byte_perm(t2, t3, 0x5410u);\n        run[4 * k + 3][h] = __byte_perm(t2, t3, 0x7632u);\n      }\n    }\n";
+  x.out +=
+      "        const mx_v16 t = mx_transpose4x4(cw[4 * h][k], cw[4 * h + 1][k], cw[4 * h + 2][k], cw[4 * h + 3][k]);\n";
+  x.out +=
+      "        run[4 * k][h] = t.x;\n        run[4 * k + 1][h] = t.y;\n        run[4 * k + 2][h] = t.z;\n        run[4 * k + 3][h] = t.w;\n      }\n    }\n";
   x.out += fmt::format("    const bool whole = r >= row_s && r + {} <= row_e && os_r == 1;\n", R);
   // One pointer stepped across the columns (eight hoisted column pointers would cost 16 registers).
   x.out += "    mx_u8* ob = ocol + r * os_r;\n";

@@ -207,13 +207,14 @@ MX_D mx_i64 mx_grouped_rows_place(const int* ends, mx_i64 es, mx_i64 G64, mx_i64
 
 // Stores the scale bytes of columns c .. c + n - 1 (c % 4 == 0, n <= 4) of 4 scale rows in
 // grouped_blocked_128x4 by rows (Cp = roundup(C, 4)): p[u] row u's padded row (-1: not stored),
-// w[u] its bytes (column c in the low byte). Where a group holds rows r, r+32, r+64, r+96 of one
-// 128-row block (the direct kernel's row_step 32), their padded rows p, p+32, p+64, p+96 fill one
-// 16-byte atom line when p % 128 < 32, stored at once as plain blocked scales are; else one word a
-// row (n = 4) or its bytes. The lines and words of the buffer's padding columns are the padding
-// pass's (mx_grouped_rows_pad), so n < 4 stores only real bytes.
+// word u of `words` (x, y, z, w) its bytes (column c in the low byte). Where a group holds rows r, r+32, r+64, r+96 of
+// one 128-row block (the direct kernel's row_step 32), their padded rows p, p+32, p+64, p+96 fill one 16-byte atom line
+// when p % 128 < 32, stored at once as plain blocked scales are; else one word a row (n = 4) or its bytes. The lines
+// and words of the buffer's padding columns are the padding pass's (mx_grouped_rows_pad), so n < 4 stores only real
+// bytes.
 //   line of rows p, p+32, p+64, p+96:  [ w[0] | w[1] | w[2] | w[3] ]   (4 columns each)
-MX_D void mx_grouped_rows_store4(mx_u8* out, const int* p, int c, int n, int Cp, const mx_u32* w) {
+MX_D void mx_grouped_rows_store4(mx_u8* out, const int* p, int c, int n, int Cp, mx_v16 words) {
+  const mx_u32 w[4] = {words.x, words.y, words.z, words.w};
   if (n == 4 && p[0] >= 0 && p[1] == p[0] + 32 && p[2] == p[0] + 64 && p[3] == p[0] + 96 && (p[0] & 127) < 32) {
     mx_u8* const q = out + mx_blocked_offset<128, 4>(0, p[0], c, 0, Cp);
     if ((reinterpret_cast<mx_u64>(q) & 15u) == 0) *reinterpret_cast<uint4*>(q) = make_uint4(w[0], w[1], w[2], w[3]);

@@ -37,6 +37,21 @@ MX_D void mx_st16(void* p, mx_v16 v) {
 }
 MX_D bool mx_aligned16(const void* p) { return (reinterpret_cast<mx_u64>(p) & 15ull) == 0; }
 
+// A 4 x 4 byte transpose: word k of the result holds byte k of a, b, c and d, in that order.
+// Blocked scales' atom lines, grouped rows' words and transposed codes all gather 4 words of 4
+// bytes this way (6 byte permutes):
+//
+//   a = [a0 a1 a2 a3]        x = [a0 b0 c0 d0]
+//   b = [b0 b1 b2 b3]   ->   y = [a1 b1 c1 d1]
+//   c = [c0 c1 c2 c3]        z = [a2 b2 c2 d2]
+//   d = [d0 d1 d2 d3]        w = [a3 b3 c3 d3]
+MX_D mx_v16 mx_transpose4x4(mx_u32 a, mx_u32 b, mx_u32 c, mx_u32 d) {
+  const mx_u32 ab0 = __byte_perm(a, b, 0x5140u), ab1 = __byte_perm(a, b, 0x7362u);  // [a0 b0 a1 b1], [a2 b2 a3 b3]
+  const mx_u32 cd0 = __byte_perm(c, d, 0x5140u), cd1 = __byte_perm(c, d, 0x7362u);
+  return mx_v16{__byte_perm(ab0, cd0, 0x5410u), __byte_perm(ab0, cd0, 0x7632u), __byte_perm(ab1, cd1, 0x5410u),
+                __byte_perm(ab1, cd1, 0x7632u)};
+}
+
 #if __CUDA_ARCH__ >= 800
 // Asynchronous 16-byte copies global -> shared (sm_80+): loads in flight without registers.
 // `bytes` (0..16) are read from `src` (16-byte aligned) and the rest of the 16 zero-filled, so a

@@ -136,7 +136,7 @@ TEST_CASE("direct 2-D blocks: the source reduces the block once, across the warp
   CHECK(t.find("uint2 qt0[8];") != std::string::npos);
   CHECK(t.find("qt0[u] = make_uint2(wd[0], wd[1]);") != std::string::npos);
   CHECK(t.find("__shared__ uint2 mx_t0[128][16];") != std::string::npos);
-  CHECK(t.find("mx_t0[lane_c * 8 + 7][rt ^ key] = make_uint2(t10[3], t11[3]);") != std::string::npos);
+  CHECK(t.find("mx_t0[lane_c * 8 + 7][rt ^ key] = make_uint2(t10.w, t11.w);") != std::string::npos);
   CHECK(t.find("__syncthreads();", t.find("mx_t0[lane_c")) < t.find("mx_st16(ob, mx_v16{g0.x, g0.y, g1.x, g1.y})"));
   CHECK(t.find("*reinterpret_cast<uint2*>(ob)") == std::string::npos);  // no row-major code store
 }

@@ -130,7 +130,7 @@ TEST_CASE(
           const size_t gather = body.find("b1 = __shfl_down_sync(0xffffffffu, b0, 4)");
           const size_t store = body.find(
               "mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[1]), mx_gp1, C, nc - C < 4 ? nc - C : 4, "
-              "(nc + 3) / 4 * 4, w);");
+              "(nc + 3) / 4 * 4,\n                               mx_transpose4x4(b0, b1, b2, b3));");
           CHECK(gather > barrier);
           CHECK(gather != std::string::npos);
           CHECK(store > gather);

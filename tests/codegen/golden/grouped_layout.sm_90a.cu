@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_8b90bc4d
-// generator mxjit-gen-42  target sm_90a  stride class sc(1a,0)
+// generator mxjit-gen-43  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
@@ -143,11 +143,8 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e4m3_rcei
                    b3 = __shfl_down_sync(0xffffffffu, b0, 12);
       const int nc = int(P.out_shape[1][1]);
       if (lane % 16u == 0 && slot < slots && C < nc) {
-        const mx_u32 lo0 = __byte_perm(b0, b1, 0x5140), hi0 = __byte_perm(b0, b1, 0x7362);
-        const mx_u32 lo1 = __byte_perm(b2, b3, 0x5140), hi1 = __byte_perm(b2, b3, 0x7362);
-        const mx_u32 w[4] = {__byte_perm(lo0, lo1, 0x5410), __byte_perm(lo0, lo1, 0x7632), __byte_perm(hi0, hi1, 0x5410),
-                             __byte_perm(hi0, hi1, 0x7632)};
-        mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[1]), mx_gp1, C, nc - C < 4 ? nc - C : 4, (nc + 3) / 4 * 4, w);
+        mx_grouped_rows_store4(static_cast<mx_u8*>(P.out[1]), mx_gp1, C, nc - C < 4 ? nc - C : 4, (nc + 3) / 4 * 4,
+                               mx_transpose4x4(b0, b1, b2, b3));
       }
     }
   }

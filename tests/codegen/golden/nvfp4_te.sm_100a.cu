@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_nvfp4_bf16_c46edd8a
-// generator mxjit-gen-42  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-43  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> nvfp4 te blocks(1,16) q:row_major s:blocked128x4
 // pipeline hash 5b24155305468c5470736d7bbbf2da0d
 // plan
@@ -138,10 +138,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_nvfp
     const mx_u32 a = sb1[0], b = __shfl_down_sync(0xffffffffu, a, 2), c = __shfl_down_sync(0xffffffffu, a, 4),
                  d = __shfl_down_sync(0xffffffffu, a, 6);
     if (row0 < rows && slot < pslots && lane % 8u == 0) {
-      const mx_u32 ab0 = __byte_perm(a, b, 0x5140), ab1 = __byte_perm(a, b, 0x7362);
-      const mx_u32 cd0 = __byte_perm(c, d, 0x5140), cd1 = __byte_perm(c, d, 0x7362);
-      const mx_v16 line{__byte_perm(ab0, cd0, 0x5410), __byte_perm(ab0, cd0, 0x7632), __byte_perm(ab1, cd1, 0x5410),
-                        __byte_perm(ab1, cd1, 0x7632)};
+      const mx_v16 line = mx_transpose4x4(a, b, c, d);
       mx_u8* const p = static_cast<mx_u8*>(P.out[1]) + base + mx_blocked_offset32<128, 4>(unsigned(ix0_[0]), slot / 2u, Cp);
       if (mx_aligned16(p)) mx_st16(p, line);
       else for (int b_ = 0; b_ < 16; ++b_) p[b_] = mx_u8((b_ < 4 ? line.x : b_ < 8 ? line.y : b_ < 12 ? line.z : line.w) >> (8 * (b_ % 4)));
