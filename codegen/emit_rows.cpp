@@ -51,7 +51,7 @@ void emit_loads(Ctx& x, const std::string& ind, const std::string& a) {
     std::string base;
     for (int ax : other_axes(pl)) base += fmt::format("{}ix{} * P.in_stride[{}][{}]", base.empty() ? "" : " + ", ax, k, ax);
     if (base.empty()) base = "0";
-    const std::string cc = fmt::format("cc{}_[u]", a);
+    const std::string cc = "cc";
     x.out += fmt::format("{}{{\n{}  const mx_i64 base = {};\n", ind, ind, base);
     if (!vec_input(x, k)) {
       x.out += fmt::format(
@@ -206,10 +206,9 @@ void emit_codes(Ctx& x, const std::string& ind) {
   }
 }
 
-// The per-thread arrays of one span, set `a`: chunk columns cc<a>_ and the loaded registers
-// (r<k><a>_ raw words, or x<k><a>_ floats).
+// The per-thread arrays of one span, set `a`: the loaded registers
+// (r<k><a>_ raw words, or x<k><a>_ floats; a chunk's columns are recomputed from u where used).
 void emit_span_arrays(Ctx& x, int U, const std::string& a) {
-  x.out += fmt::format("  int cc{}_[{}];\n", a, U);
   for (int k : tensor_inputs(x)) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
     if (vec_input(x, k)) x.out += fmt::format("  mx_v16 r{}{}_[{}][{}];\n", k, a, U, vec_words(in.dtype));
@@ -222,14 +221,17 @@ void emit_span_arrays(Ctx& x, int U, const std::string& a) {
 // v<r>[8] and column cc in scope).
 void emit_span(Ctx& x, int U, const std::string& first, const std::string& a, const std::string& ind, const std::vector<bool>& need,
                const std::function<void(const std::string&)>& use) {
-  x.out += fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n{0}  cc{3}_[u] = {2};\n", ind, U, first, a);
+  // cc is recomputed from u where used (an array of U columns would hold U registers).
+  x.out +=
+      fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n{0}  const int cc = {2};\n", ind, U, first);
+  x.out += ind + "  if (!(okl && cc < n_c)) continue;  // past the line's end (or no line): nothing to read\n";
   emit_loads(x, ind + "  ", a);
   x.out += ind + "}\n";
-  x.out += fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n", ind, U);
-  const size_t at = x.out.size();
+  x.out +=
+      fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n{0}  const int cc = {2};\n", ind, U, first);
+  x.out += ind + "  if (!(okl && cc < n_c)) continue;\n";
   emit_values(x, ind + "  ", a, need);
   use(ind + "  ");
-  insert_used(x.out, at, {{"cc", fmt::format("{}  const int cc = cc{}_[u];\n", ind, a)}});
   x.out += ind + "}\n";
 }
 
@@ -282,9 +284,15 @@ void emit_along_kernel(Ctx& x) {
   x.out += fmt::format("  const mx_i64 line = mx_i64(blockIdx.x) * ({} / lt) + int(threadIdx.x) / lt;\n", T);
   x.out += "  const bool okl = line < P.tiles_r;\n";
   if (!oa.empty()) {
-    x.out += "  mx_i64 rest_ = okl ? line : 0;\n";
+    // In 32 bits (the launch refuses 2^31 lines): a 64-bit division is a call whose registers
+    // spill the line's chunks (perf-log #rows-past-the-line). The outermost index is what is left.
+    x.out += "  unsigned rest_ = okl ? unsigned(line) : 0u;\n";
     for (auto it = oa.rbegin(); it != oa.rend(); ++it)
-      x.out += fmt::format("  const mx_i64 ix{0} = rest_ % P.shape[{0}];\n  rest_ /= P.shape[{0}];\n", *it);
+      x.out += it + 1 == oa.rend()
+                   ? fmt::format("  const mx_i64 ix{} = rest_;\n", *it)
+                   : fmt::format(
+                         "  const mx_i64 ix{0} = rest_ % unsigned(P.shape[{0}]);\n  rest_ /= unsigned(P.shape[{0}]);\n",
+                         *it);
   }
   x.out += fmt::format("  const int span = lt * {};  // elements of the line held in registers\n", U * 8);
   x.out += "  const bool held = n_c <= span;  // the line is read once (else twice, span by span)\n";
@@ -298,7 +306,9 @@ void emit_along_kernel(Ctx& x) {
   emit_line_reduce(x, S, T);
   emit_line_scales(x, "okl && t == 0");
   x.out += "  // Phase 2: the codes, from the registers (the values again) or from the line read again.\n  if (held) {\n";
-  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const int cc = cc_[u];\n", U);
+  x.out +=
+      fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const int cc = (u * lt + t) * 8;\n", U);
+  x.out += "      if (!(okl && cc < n_c)) continue;\n";
   emit_values(x, "      ", "", coded_roots(x));
   emit_codes(x, "      ");
   x.out += "    }\n  } else {\n    for (int c0 = 0; c0 < n_c; c0 += span) {\n";

@@ -203,10 +203,11 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
     }
     for (int a = 0; a < rank; ++a)
       if (a != ax_c) l.tiles_r *= shape[size_t(a)];
+    if (l.tiles_r >= k31)
+      throw UsageError(
+          fmt::format("launch: {} lines exceed 2^31 - 1 (the rows kernel counts lines in 32 bits)", l.tiles_r));
     l.tiles_c = rows_warps_per_line(shape[size_t(ax_c)], threads, r->chunks_per_thread);
-    const int64_t gx = ceil_div(l.tiles_r, threads / 32 / l.tiles_c);
-    if (gx >= k31) throw UsageError(fmt::format("launch: {} lines exceed one launch's 2^31 CTAs", l.tiles_r));
-    l.grid[0] = unsigned(gx);
+    l.grid[0] = unsigned(ceil_div(l.tiles_r, threads / 32 / l.tiles_c));
     return l;
   }
   if (const auto* j = std::get_if<JaggedPlan>(&kernel)) {

@@ -215,6 +215,38 @@ TEST_CASE("rows kernel: warps per line are the fewest that hold the line, at mos
       }
 }
 
+TEST_CASE("rows kernel: chunks past a line's end are neither loaded nor coded, lines in 32 bits, no spills") {
+  // A 5120-long line fills 5 of a thread's 8 chunks (4 warps a line): the other 3 are skipped, in
+  // both phases and in the spans of lines read twice (perf-log #rows-past-the-line).
+  const Target t = Target::parse("sm_90a");
+  auto count = [](const std::string& src, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (DType dt : {DType::bf16, DType::f32}) {
+    const std::string src = make_generated_source(rowwise(dt, 3, 2), t, unit_along(2));
+    CHECK(src.find("mxjit_rows_") != std::string::npos);
+    // Held span: loads, amax, codes; spans read twice: loads and amax, loads and codes.
+    CHECK(count(src, "if (!(okl && cc < n_c)) continue;") == 7);
+    // The line's indices in 32 bits: no 64-bit division (a call whose registers spilled the chunks).
+    CHECK(src.find("unsigned rest_ = okl ? unsigned(line) : 0u;") != std::string::npos);
+    CHECK(src.find("const mx_i64 ix1 = rest_ % unsigned(P.shape[1]);") != std::string::npos);
+    CHECK(src.find("const mx_i64 ix0 = rest_;") != std::string::npos);
+    for (int r : {2, 3}) {
+      CHECK(test::spill_bytes(rowwise(dt, r, r - 1), unit_along(r - 1)) == 0);
+      CHECK(test::spill_bytes(rowwise(dt, r, 1), unit_along(1)) == 0);  // 3-D: torchao's colwise over K of B_t
+    }
+  }
+  // Every extent below 2^31 but 2^31 lines or more: refused at launch, by name.
+  const Plan p = make_plan(rowwise(DType::bf16, 3, 2), t, unit_along(2));
+  CHECK(p.launch({65536, 32767, 7}, 0).grid[0] == 65536u * 32767u / 8u);  // a warp a 7-long line, 8 a CTA
+  CHECK(usage_message([&] {
+          (void)p.launch({65536, 32768, 7}, 0);
+        }).find("launch: 2147483648 lines exceed 2^31 - 1 (the rows kernel counts lines in 32 bits)") !=
+        std::string::npos);
+}
+
 TEST_CASE("rows kernel: whole-axis casts it does not run are refused by name") {
   const Target t = Target::parse("sm_90a");
   auto x = input("x", DType::bf16, rank(2));
