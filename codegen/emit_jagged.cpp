@@ -149,8 +149,15 @@ bool tight_pass2(const Plan& pl) { return pl.ctas_per_sm > 2; }
 //   encode row by row:   cw[u] = codes of row u (8 columns)     R x 8 bytes
 //   transpose (prmt):    run[e] = codes of column e (R rows)     -> out[c0 + e][r .. r + R-1]
 //
+// With `fast_runs` (the rows kernel's across form), a chunk whose R rows are all cached and inside
+// the axis, its 8 columns inside the tensor and its runs aligned (nearly every chunk) reads its
+// rows at fixed offsets from one cache pointer and stores its 8 runs unguarded; the others take
+// each row's and each column's checks (the bounds, the cache's end, element-by-element tails).
+// Token groups keep the checked form: there it measured faster (docs/perf-log.md#pass2-fast-runs).
+//
 // `loads_row()` fills w[u][] for row ix, `row_values(in)` turns it into val[8].
-void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::function<std::string()>& loads_row,
+void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, bool fast_runs,
+                           const std::function<std::string()>& loads_row,
                            const std::function<std::string(const std::string&)>& row_values) {
   const Plan& pl = x.plan;
   const int ar = pl.ax_r, ac = pl.ax_c, TC = jp.cols_per_cta / 8, RL = pl.threads / TC;
@@ -167,33 +174,67 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
                        "  // {0}-byte runs of a column.\n", R);
   x.out += fmt::format("  const mx_i64 os_r = P.out_stride[{0}][{1}], os_c = P.out_stride[{0}][{2}];\n", o, ar, ac);
   x.out += fmt::format("  mx_u8* const ocol = static_cast<mx_u8*>(P.out[{}]) + {};  // column c0, row 0\n", o, plus_batch(x, "c0 * os_c", "out", o));
+  const int NW = f32 ? 8 : 4, TCW = TC * NW / 4;  // 32-bit words of a row's 8 columns; 16-byte chunks of a cached row
+  if (fast_runs)
+    x.out += fmt::format(
+        "  const bool fast_cols = cols_full && os_r == 1 && ((reinterpret_cast<mx_u64>(ocol) | mx_u64(os_c)) & {}u) == 0;  // runs aligned\n",
+        R - 1);
   x.out += fmt::format("  for (mx_i64 r = (row_s & ~mx_i64({0})) + {1} * rl; r < row_e; r += {2}) {{\n", R - 1, R, R * RL);
-  x.out += fmt::format("    mx_u32 cw[{}][2];  // codes of row b + u, columns 4k .. 4k+3 in cw[b + u][k]\n", R);
-  x.out += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; b += {}) {{\n", R, B);
-  x.out += fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const mx_i64 ix = r + b + u;\n", B,
-                       f32 ? 8 : 4, B);
-  x.out += loads_row() + "    }\n";
-  x.out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", B);
-  const size_t row_at = x.out.size();
-  x.out += row_values("      ");
-  // Within 64 registers the multipliers come from shared memory row by row (8 fewer live).
-  if (tight) x.out += "      float mult0[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
-  emit_packed_codes(x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); }, "      ", true);
-  insert_used(x.out, row_at, {{fmt::format("ix{}", ar), fmt::format("      const mx_i64 ix{} = r + b + u;\n", ar)}});
-  x.out += "      cw[b + u][0] = wd[0];\n      cw[b + u][1] = wd[1];\n    }\n    }\n";
-  x.out += fmt::format("    // 4 x 4 byte transposes: run[e][h] = column e's codes of rows 4h .. 4h+3.\n    mx_u32 run[8][{}];\n", H);
-  x.out += fmt::format("#pragma unroll\n    for (int h = 0; h < {}; ++h) {{\n#pragma unroll\n      for (int k = 0; k < 2; ++k) {{\n", H);
-  x.out +=
-      "        const mx_v16 t = mx_transpose4x4(cw[4 * h][k], cw[4 * h + 1][k], cw[4 * h + 2][k], cw[4 * h + 3][k]);\n";
-  x.out +=
-      "        run[4 * k][h] = t.x;\n        run[4 * k + 1][h] = t.y;\n        run[4 * k + 2][h] = t.z;\n        run[4 * k + 3][h] = t.w;\n      }\n    }\n";
-  x.out += fmt::format("    const bool whole = r >= row_s && r + {} <= row_e && os_r == 1;\n", R);
+  // The chunk's codes into run[8][H] (rows from the cache pointer d where `fast`, else each row
+  // by loads_row), at 4-space indent.
+  auto encode_chunk = [&](bool fast) {
+    x.out += fmt::format("    mx_u32 cw[{}][2];  // codes of row b + u, columns 4k .. 4k+3 in cw[b + u][k]\n", R);
+    x.out += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; b += {}) {{\n", R, B);
+    x.out += fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", B, NW, B);
+    if (fast) {
+      for (int h = 0; h < NW / 4; ++h)
+        x.out += fmt::format(
+            "      {{ const mx_v16 v = d[(b + u) * {}{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
+            TCW, h ? fmt::format(" + {}", h) : "", 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+    } else {
+      x.out += "      const mx_i64 ix = r + b + u;\n" + loads_row();
+    }
+    x.out += fmt::format("    }}\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", B);
+    const size_t row_at = x.out.size();
+    x.out += row_values("      ");
+    // Within 64 registers the multipliers come from shared memory row by row (8 fewer live).
+    if (tight)
+      x.out +=
+          "      float mult0[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
+    emit_packed_codes(
+        x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); }, "      ", true);
+    insert_used(x.out, row_at, {{fmt::format("ix{}", ar), fmt::format("      const mx_i64 ix{} = r + b + u;\n", ar)}});
+    x.out += "      cw[b + u][0] = wd[0];\n      cw[b + u][1] = wd[1];\n    }\n    }\n";
+    x.out += fmt::format(
+        "    // 4 x 4 byte transposes: run[e][h] = column e's codes of rows 4h .. 4h+3.\n    mx_u32 run[8][{}];\n", H);
+    x.out += fmt::format(
+        "#pragma unroll\n    for (int h = 0; h < {}; ++h) {{\n#pragma unroll\n      for (int k = 0; k < 2; ++k) {{\n",
+        H);
+    x.out +=
+        "        const mx_v16 t = mx_transpose4x4(cw[4 * h][k], cw[4 * h + 1][k], cw[4 * h + 2][k], cw[4 * h + 3][k]);\n";
+    x.out +=
+        "        run[4 * k][h] = t.x;\n        run[4 * k + 1][h] = t.y;\n        run[4 * k + 2][h] = t.z;\n        run[4 * k + 3][h] = t.w;\n      }\n    }\n";
+  };
+  const std::string run_store = R == 16  ? "mx_st16(ob, mx_v16{run[e][0], run[e][1], run[e][2], run[e][3]});\n"
+                                : R == 8 ? "*reinterpret_cast<uint2*>(ob) = make_uint2(run[e][0], run[e][1]);\n"
+                                         : "*reinterpret_cast<mx_u32*>(ob) = run[e][0];\n";
   // One pointer stepped across the columns (eight hoisted column pointers would cost 16 registers).
+  if (fast_runs) {
+    x.out += fmt::format("    if (fast_cols && r >= row_s && r + {} <= row_c) {{  // every row cached and inside\n", R);
+    x.out += fmt::format("    const mx_v16* const d = cache + (r - row_s) * {} + {};  // row r's chunks\n", TCW,
+                         times("tc", NW / 4));
+    encode_chunk(true);
+    x.out += "    mx_u8* ob = ocol + r;\n#pragma unroll\n    for (int e = 0; e < 8; ++e, ob += os_c) " + run_store +
+             "    continue;\n    }\n";
+  }
+  encode_chunk(false);
+  x.out += fmt::format("    const bool whole = r >= row_s && r + {} <= row_e && os_r == 1;\n", R);
   x.out += "    mx_u8* ob = ocol + r * os_r;\n";
   x.out += "#pragma unroll\n    for (int e = 0; e < 8; ++e, ob += os_c) {\n      if (c0 + e >= n_c) continue;\n";
-  x.out += R == 16  ? "      if (whole && mx_aligned16(ob)) {\n        mx_st16(ob, mx_v16{run[e][0], run[e][1], run[e][2], run[e][3]});\n"
-            : R == 8 ? "      if (whole && (reinterpret_cast<mx_u64>(ob) & 7u) == 0) {\n        *reinterpret_cast<uint2*>(ob) = make_uint2(run[e][0], run[e][1]);\n"
-                     : "      if (whole && (reinterpret_cast<mx_u64>(ob) & 3u) == 0) {\n        *reinterpret_cast<mx_u32*>(ob) = run[e][0];\n";
+  x.out += R == 16  ? "      if (whole && mx_aligned16(ob)) {\n"
+           : R == 8 ? "      if (whole && (reinterpret_cast<mx_u64>(ob) & 7u) == 0) {\n"
+                    : "      if (whole && (reinterpret_cast<mx_u64>(ob) & 3u) == 0) {\n";
+  x.out += "        " + run_store;
   x.out += fmt::format("      }} else {{\n#pragma unroll\n        for (int u = 0; u < {}; ++u)\n", R);
   x.out += "          if (r + u >= row_s && r + u < row_e) ob[u * os_r] = mx_u8(run[e][u >> 2] >> (8 * (u & 3)));\n      }\n    }\n  }\n";
 }
@@ -222,14 +263,16 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, const std::funct
 // SM by default) where loads through registers held U rows (32 KB per CTA).
 //
 //   shared memory: [ cache: tile_r rows x W inputs ][ red: warps x W maxima ][ mult: W ][ flag: W ]
-//                  [ part: W maxima, with a cluster ]
+//                  [ parts: K x W maxima ][ bar: a transaction barrier ]  (with a cluster)
 //
 // With a cluster of K CTAs (JaggedPlan::cluster, sm_90+), the K CTAs of one (group, W columns) split
 // the group's rows into K contiguous parts; each runs both passes over its part, and between them
-// every CTA reads the K partial column maxima from the others' shared memory (DSMEM):
+// every CTA sends its partial column maxima into the others' shared memory (st.async, DSMEM),
+// counted by each receiver's transaction barrier (mx_mbar_*):
 //
-//   group rows  [ part 0 | part 1 | part 2 | part 3 ]   CTA q: pass 1 over part q -> part[W]
-//                                                        cluster barrier; max over the K part[]s
+//   group rows  [ part 0 | part 1 | part 2 | part 3 ]   CTA q: pass 1 over part q -> m[W]
+//                                                        m[W] -> parts[q][W] of every CTA
+//                                                        wait for its K x W; max over parts[]
 //                                                        pass 2 over part q (rank 0 stores scales)
 // Each CTA then caches a K-th of the group, so K times more CTAs fit an SM: pass-1 loads of some
 // overlap pass-2 stores of others.
@@ -263,7 +306,16 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
                        CR * TC * NW / 4, NWARP, W);
   x.out += fmt::format("  float* const s_mult = reinterpret_cast<float*>(red + {});  // [{}]\n", NWARP * W, W);
   x.out += fmt::format("  mx_u32* const s_flag = reinterpret_cast<mx_u32*>(s_mult + {});  // [{}]\n", W, W);
-  if (K > 1) x.out += fmt::format("  mx_u32* const s_part = s_flag + {};  // [{}]: this CTA's column maxima, read by the cluster\n", W, W);
+  if (K > 1) {
+    x.out += fmt::format(
+        "  mx_u32* const s_parts = s_flag + {};  // [{}][{}]: the cluster's CTAs' column maxima, sent by each\n", W, K,
+        W);
+    x.out +=
+        fmt::format("  mx_u64* const s_bar = reinterpret_cast<mx_u64*>(s_parts + {});  // counts their bytes\n", K * W);
+    // Every CTA's barrier initialised before any CTA sends to it: arrive now, wait before sending.
+    x.out +=
+        "  if (threadIdx.x == 0) {\n    mx_mbar_init(s_bar, 1);\n    mx_mbar_init_fence();\n  }\n  mx_cluster_arrive_relaxed();\n";
+  }
   // The CTA's column tile, and (with a cluster) its rank = its part of the group's rows.
   if (at_launch) x.out += fmt::format("  const unsigned K_ = mx_cluster_size();  // CTAs per cluster, at most {}\n", K);
   x.out += K > 1 ? fmt::format("  const unsigned bx = blockIdx.x / {0}, q = blockIdx.x % {0};  // q: the rank in the cluster\n", KS)
@@ -452,23 +504,29 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     x.out += fmt::format("#pragma unroll\n  for (int e = 0; e < 8; ++e) m[e] = mx_umax(m[e], __shfl_xor_sync(0xffffffffu, m[e], {}));\n", xo);
   x.out += fmt::format("  if ((threadIdx.x & 31u) < {}u) {{\n#pragma unroll\n    for (int e = 0; e < 8; ++e) red[(threadIdx.x >> 5) * {} + tc * 8 + e] = m[e];\n  }}\n  __syncthreads();\n",
                        TC, W);
+  if (K > 1)
+    x.out += fmt::format(
+        "  if (threadIdx.x == 0) mx_mbar_expect(s_bar, {} * {}u);  // the cluster's maxima, 4 bytes each\n  mx_cluster_wait();\n",
+        KS, 4 * W);
   x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
   x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", NWARP, W);
   if (K > 1) {
-    // Partial maxima to the cluster: arrive/wait makes every CTA's part[] visible to all.
-    x.out += "    s_part[cw] = m;\n  }\n  mx_cluster_sync();\n";
+    // This CTA's maxima into parts[q] of every CTA of the cluster (its own included); then the K
+    // parts, once this CTA's barrier has counted their bytes.
+    x.out += fmt::format(
+        "{}    for (unsigned j = 0; j < {}; ++j) mx_st_async_u32(s_parts + q * {} + cw, j, m, s_bar);\n  }}\n",
+        at_launch ? "" : "#pragma unroll\n", at_launch ? KS : KS + "u", W);
+    x.out += "  mx_mbar_wait_cluster(s_bar, 0);\n";
     x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{\n    mx_u32 m = 0u;\n", W, pl.threads);
-    x.out += fmt::format("{}    for (unsigned j = 0; j < {}; ++j) {{ const mx_u32 o_ = mx_ld_cluster_u32(s_part + cw, j); m = o_ > m ? o_ : m; }}\n",
-                         at_launch ? "" : "#pragma unroll\n", at_launch ? KS : KS + "u");
+    x.out += fmt::format(
+        "{}    for (unsigned j = 0; j < {}; ++j) {{ const mx_u32 o_ = s_parts[j * {} + cw]; m = o_ > m ? o_ : m; }}\n",
+        at_launch ? "" : "#pragma unroll\n", at_launch ? KS : KS + "u", W);
   }
   x.out += scale_from_amax(sn, "    ");
   x.out += "    if (g == G) flag = 1u;  // rows past the last end: codes 0, no scale\n";
   x.out += fmt::format("    const mx_i64 c = mx_i64(bx) * {} + cw;\n", W);
   store_group_scales(x, K > 1 ? "q == 0 && g < G && c < n_c" : "g < G && c < n_c", "    ", whole);
   x.out += "    s_mult[cw] = mult;\n    s_flag[cw] = flag;\n  }\n";
-  // Done reading the others' part[] (their values are used above): arrive now, relaxed, and wait
-  // at the end (a CTA's shared memory must outlive the cluster's reads of it).
-  if (K > 1) x.out += "  mx_cluster_arrive_relaxed();\n";
   x.out += "  __syncthreads();\n";
   // This thread's 8 multipliers, and its flags as per-word masks (codes kept / zero or NaN fill).
   // (Codes column-major within 64 registers read them row by row instead: emit_pass2_along_rows.)
@@ -488,8 +546,7 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   for (int o = 0; o < int(x.p.outputs().size()); ++o)
     if (x.p.outputs()[size_t(o)].kind == OutputKind::elems) code_outs.push_back(o);
   if (jagged_codes_along_rows(x.p, pl)) {
-    emit_pass2_along_rows(x, jp, code_outs.at(0), loads_row, row_values);
-    if (K > 1) x.out += "  mx_cluster_wait();\n";
+    emit_pass2_along_rows(x, jp, code_outs.at(0), whole, loads_row, row_values);
     x.out += "}\n";
     return;
   }
@@ -545,7 +602,6 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
     x.out += "      }\n";
   }
   x.out += "    }\n  }\n";
-  if (K > 1) x.out += "  mx_cluster_wait();\n";
   x.out += "}\n";
 }
 

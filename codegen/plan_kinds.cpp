@@ -352,8 +352,9 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // Cached rows read back per loop step: 4, or 2 within 64 registers (where 4 spill f16).
   j.cached_rows_per_step = plan.ctas_per_sm <= 2 ? 4 : 2;
   // The reduction's arrays: a row of column maxima per warp, multipliers, flags (and the
-  // cluster's partial maxima).
-  const int need = (plan.threads / 32 * j.cols_per_cta + (j.cluster > 1 ? 3 : 2) * j.cols_per_cta) * 4;
+  // cluster's partial maxima, one row per CTA, and their transaction barrier).
+  const int need = (plan.threads / 32 * j.cols_per_cta + (2 + (j.cluster > 1 ? j.cluster : 0)) * j.cols_per_cta) * 4 +
+                   (j.cluster > 1 ? 16 : 0);
   // At most ctas_per_sm CTAs of (smem + the reserved bytes) fit the SM.
   const int budget = std::min(target.smem_per_sm() / plan.ctas_per_sm - target.smem_reserved_per_cta(), target.smem_per_cta()) / 16 * 16;
   j.cached_rows = std::max(0, (budget - need) / (j.cols_per_cta * esize));

@@ -189,16 +189,12 @@ MX_D mx_u32 mx_philox_word0(mx_u64 i, mx_u64 offset, mx_u64 seed) {
 
 #if __CUDA_ARCH__ >= 900
 // Thread-block clusters (sm_90+; the jagged kernel with JaggedPlan::cluster > 1). Every thread of every
-// CTA of the cluster calls the barriers. arrive + wait = a cluster-wide barrier whose release /
-// acquire makes shared-memory writes before it visible to the other CTAs' reads after it.
-MX_D void mx_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-MX_D void mx_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-MX_D void mx_cluster_sync() { mx_cluster_arrive(); mx_cluster_wait(); }
-// An arrive without release, for a barrier that only keeps each CTA's shared memory alive until the
-// others' reads of it are done: a thread's reads before it have had their values used, so they are
-// complete. A release arrive would also wait for the thread's outstanding writes (global scale
-// stores), an ERRBAR that ncu showed stalling the jagged kernel (docs/perf-log.md, tenth session).
+// CTA of the cluster calls the barrier's two halves. The arrive is relaxed: the barrier orders only
+// the transaction barriers' init (mx_mbar_init_fence) before the st.async that target them. (A
+// release arrive waits for the thread's outstanding memory operations, a MEMBAR.ALL.GPU + ERRBAR
+// that ncu showed stalling the jagged kernel; docs/perf-log.md, tenth session.)
 MX_D void mx_cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
+MX_D void mx_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 // The launch's cluster size and this CTA's rank in it.
 MX_D unsigned mx_cluster_size() {
   unsigned n;
@@ -210,13 +206,38 @@ MX_D unsigned mx_cluster_rank() {
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
-// The word at `p` (this CTA's shared memory) in the shared memory of cluster rank `rank`.
-MX_D mx_u32 mx_ld_cluster_u32(const mx_u32* p, unsigned rank) {
-  const unsigned local = unsigned(__cvta_generic_to_shared(p));
-  unsigned remote, v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
-  return v;
+// The address of `p` (this CTA's shared memory) in the shared memory of cluster rank `rank`.
+MX_D unsigned mx_cluster_addr(const void* p, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(unsigned(__cvta_generic_to_shared(p))), "r"(rank));
+  return remote;
+}
+// Values sent between a cluster's CTAs without a cluster-wide barrier (whose release arrive costs
+// a MEMBAR.ALL.GPU; docs/perf-log.md#cluster-st-async): each receiver counts the bytes on its own
+// transaction barrier (mx_mbar_*, below) and waits for that alone.
+//
+//   CTA q:  mx_mbar_init(bar, 1); mx_mbar_init_fence(); cluster arrive (relaxed)
+//           ... cluster wait ...                    every barrier initialised before any st.async
+//           expect(bar, K x bytes); st.async v -> rank j's slot[q], completing bytes on j's bar
+//           mx_mbar_wait_cluster(bar, 0): slot[0 .. K-1] hold the K CTAs' values
+// v into `slot` (this CTA's shared memory) of cluster rank `rank`, completing 4 bytes on that rank's `bar`.
+MX_D void mx_st_async_u32(mx_u32* slot, unsigned rank, mx_u32 v, mx_u64* bar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(mx_cluster_addr(slot, rank)),
+      "r"(v), "r"(mx_cluster_addr(bar, rank))
+      : "memory");
+}
+// mx_mbar_wait at cluster scope: the bytes other CTAs sent are visible after it.
+MX_D void mx_mbar_wait_cluster(mx_u64* bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(mx_smem_addr(bar)), "r"(parity)
+        : "memory");
 }
 #endif
 

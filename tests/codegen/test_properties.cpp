@@ -254,11 +254,14 @@ TEST_CASE("column-major runs: the jagged kernel's and the rows kernel's across f
     const Built c = build("bf16[2] -> fp8.e4m3 blocks(0,whole)", arch);
     REQUIRE(c.plan.rows().columns);
     CHECK(c.plan.rows().columns->cluster == 16);
-    CHECK(has(c.ptx, "ld.shared::cluster.u32"));
-    CHECK(has(c.ptx, "barrier.cluster.arrive.release"));  // the partial maxima's exchange
-    // The arrive that only keeps shared memory alive for the others' reads is relaxed: a release
-    // arrive waits for the thread's outstanding global stores.
+    // The partial maxima are sent (st.async) and counted on each receiver's transaction barrier;
+    // the one cluster barrier (before any send: every barrier initialised) is relaxed, as a
+    // release arrive waits for the thread's outstanding memory operations (MEMBAR.ALL.GPU).
+    CHECK(has(c.ptx, "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32"));
+    CHECK(has(c.ptx, "mbarrier.try_wait.parity.acquire.cluster"));
     CHECK(has(c.ptx, "barrier.cluster.arrive.relaxed"));
+    CHECK(!has(c.ptx, "barrier.cluster.arrive.release"));
+    CHECK(!has(c.ptx, "ld.shared::cluster"));
     CHECK(has(c.ptx, "st.global.v2.u32"));
     CHECK(c.spill_stores == 0);
   }

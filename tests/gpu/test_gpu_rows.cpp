@@ -182,6 +182,10 @@ TEST_CASE("rows kernel on the GPU: the across form on 16-byte columns (colwise, 
         bad += check(k, dt, {1, 17, 40}, l);
         bad += check(k, dt, {2, 5000, 40}, l);  // clusters of 4 to 16 chosen at launch
         bad += check(k, dt, {1, 9001, 72}, l);  // 16 parts of 576 rows, the last one short
+        // Codes along K in 8-byte runs where K's stride allows: parts past the row cache (cluster=4)
+        // mix cached runs with re-read ones; 40 lines leave a thread of the tile columnless.
+        bad += check(k, dt, {1, 9000, 72}, l);
+        bad += check(k, dt, {2, 4096, 40}, l);
       }
     }
   // torchao's B_t (E, K, N) with K unit-stride (memory (E, N, K)), one scale per (e, k) over N,
