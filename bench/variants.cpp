@@ -30,7 +30,8 @@ struct Tune {
 
 // The schedule of a Tune (written in the words of generator 23's positional tuning, so that the
 // list stays the same across the rename): a tile or force_tiled asks for the tiled kernel; unroll
-// was the direct kernel's chunks per thread and the jagged kernel's rows in flight.
+// was the direct kernel's chunks per thread and the jagged kernel's rows in flight. (`jagged`: the
+// jagged kernel's words, which the rows kernel's across form on columns takes too.)
 Schedule to_schedule(const Tune& t, bool jagged) {
   Schedule s;
   if (t.force_tiled || (!jagged && (t.tile_r || t.tile_c))) s.kernel = KernelKind::tiled;
@@ -195,6 +196,26 @@ std::vector<Variant> variants() {
   add("jagged_cols_cm", jagged(DType::bf16, e4m3, true, 1, layout::col_major()), order(0));
   add("jagged_cm_codes", jagged(DType::bf16, e4m3, true, 0, layout::col_major()), order(1));
   add("jagged_f32_flush", jagged(DType::f32, e4m3, true), order(1));
+  // Whole-axis blocks (the rows kernel; tests/codegen/test_rows_codegen.cpp): lines along the
+  // unit-stride axis, lines across it on 16-byte columns (codes along the lines, or along the whole
+  // axis: the transposed rowwise's contiguous twin), a lane per line where no axis is unit-stride.
+  auto whole = [](DType dt, int r, int axis, Layout q) {
+    auto x = input("x", dt, rank(r));
+    auto sc = f32_scale(amax(blocks(x, axis, kWholeAxis)), e4m3, {true, true});
+    return pipeline({output("q", cast(e4m3, x / sc), q), output("s", sc)});
+  };
+  for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+    add(fmt::format("rows_along_{}", dtype_name(dt)), whole(dt, 2, 1, layout::row_major()));
+    add(fmt::format("rows_across_{}", dtype_name(dt)), whole(dt, 2, 0, layout::row_major()));
+    add(fmt::format("rows_across_codes_along_axis_{}", dtype_name(dt)), whole(dt, 3, 1, layout::permuted({0, 2, 1})));
+  }
+  add("rows_along_3d", whole(DType::bf16, 3, 2, layout::row_major()));
+  add("rows_lanes", whole(DType::bf16, 2, 0, layout::row_major()), {{-1}, {false}});
+  {
+    auto x = input("x", DType::bf16, rank(2));
+    auto sc = e8m0_scale(amax(blocks(x, 1, kWholeAxis)), e2m1, ScaleRule::floor);
+    add("rows_along_e8m0_e2m1", pipeline({output("q", cast(e2m1, x / sc)), output("s", sc)}));
+  }
   // Schedules: a sample of what the tuner tries, and the GPU tests' own.
   auto tiled_set = [&](const std::string& n, const Pipeline& p) {
     for (auto [tr, mb, w] : {std::array{32, 2, 16}, std::array{64, 4, 32}, std::array{64, 3, 16}})
@@ -224,6 +245,12 @@ std::vector<Variant> variants() {
                                    std::array{64, 0, 0, 0, 4}, std::array{128, 0, 4, 3, 0}, std::array{128, 0, 8, 2, 2}})
       add(n, p, order(1), Tune{.tile_c = w, .threads = th, .min_blocks = mb, .unroll = u, .cluster = k});
   }
+  const Pipeline across_k = whole(DType::bf16, 3, 1, layout::permuted({0, 2, 1}));
+  for (auto [w, mb, rows, k] : {std::array{64, 3, 16, 16}, std::array{64, 4, 4, 4}, std::array{32, 0, 0, 8}})
+    add("rows_across_codes_along_axis_bf16", across_k, {},
+        Tune{.tile_c = w, .min_blocks = mb, .col_w = rows, .cluster = k});
+  add("rows_across_bf16", whole(DType::bf16, 2, 0, layout::row_major()), {}, Tune{.min_blocks = 2, .cluster = 4});
+  add("rows_along_bf16", whole(DType::bf16, 2, 1, layout::row_major()), {}, Tune{.min_blocks = 5, .unroll = 5});
   for (Variant& x : v)
     if (x.tune.tile_r || x.tune.tile_c || x.tune.threads || x.tune.min_blocks || x.tune.hoist != -1 || x.tune.col_w || x.tune.unroll ||
         x.tune.force_tiled || x.tune.cluster || x.tune.stages)
@@ -260,7 +287,7 @@ int main(int argc, char** argv) {
       const fs::path base = fs::path(argv[1]) / j.arch / j.v->name;
       try {
         detail::CompileOptions o;
-        o.schedule = to_schedule(j.v->tune, j.v->name.starts_with("jagged"));
+        o.schedule = to_schedule(j.v->tune, j.v->name.starts_with("jagged") || j.v->name.starts_with("rows_across"));
         const detail::CompiledKernel k = detail::compile(j.v->p, Target::parse(j.arch), j.v->sc, o);
         std::ofstream(base.string() + ".cubin", std::ios::binary) << k.cubin;
       } catch (const UsageError& e) {

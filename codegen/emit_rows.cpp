@@ -41,33 +41,32 @@ std::vector<int> tensor_inputs(const Ctx& x) {
   return t;
 }
 
-// Loads of chunk u (columns cc<a>_[u] .. + 8 of this thread's line) of every tensor input into
-// the arrays of set `a` (see emit_span_arrays): raw 16-byte words where the input is unit-stride
-// along ax_c and aligned, floats otherwise; +0 past the line's end and on lines past the last.
-void emit_loads(Ctx& x, const std::string& ind, const std::string& a) {
+// Loads of chunk u (columns cc .. cc+7 of this thread's line) of every tensor input into the
+// span's arrays (emit_span_arrays): raw 16-byte words where the input is unit-stride along ax_c
+// and aligned, floats otherwise; +0 past the line's end and on lines past the last.
+void emit_loads(Ctx& x, const std::string& ind) {
   const Plan& pl = x.plan;
   for (int k : tensor_inputs(x)) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
     std::string base;
     for (int ax : other_axes(pl)) base += fmt::format("{}ix{} * P.in_stride[{}][{}]", base.empty() ? "" : " + ", ax, k, ax);
     if (base.empty()) base = "0";
-    const std::string cc = "cc";
     x.out += fmt::format("{}{{\n{}  const mx_i64 base = {};\n", ind, ind, base);
     if (!vec_input(x, k)) {
       x.out += fmt::format(
-          "{0}  for (int e = 0; e < 8; ++e) {{ const int c = {4} + e; x{1}{5}_[u][e] = (okl && c < n_c) ? {2}(P.in[{1}], base + mx_i64(c) * P.in_stride[{1}][{3}]) : 0.0f; }}\n{0}}}\n",
-          ind, k, load_fn(in.dtype), pl.ax_c, cc, a);
+          "{0}  for (int e = 0; e < 8; ++e) {{ const int c = cc + e; x{1}_[u][e] = (okl && c < n_c) ? {2}(P.in[{1}], base + mx_i64(c) * P.in_stride[{1}][{3}]) : 0.0f; }}\n{0}}}\n",
+          ind, k, load_fn(in.dtype), pl.ax_c);
       continue;
     }
     const int nw = vec_words(in.dtype);
-    x.out += fmt::format("{}  if (okl && {} + 8 <= n_c) {{\n", ind, cc);
+    x.out += ind + "  if (okl && cc + 8 <= n_c) {\n";
     for (int i = 0; i < nw; ++i)
-      x.out += fmt::format("{}    r{}{}_[u][{}] = mx_ld16(static_cast<const char*>(P.in[{}]) + (base + {}) * {}{});\n", ind, k, a, i, k, cc,
-                           dtype_size(in.dtype), i ? " + 16" : "");
+      x.out += fmt::format("{}    r{}_[u][{}] = mx_ld16(static_cast<const char*>(P.in[{}]) + (base + cc) * {}{});\n",
+                           ind, k, i, k, dtype_size(in.dtype), i ? " + 16" : "");
     x.out += ind + "  } else {\n";
     for (int i = 0; i < nw; ++i)
-      x.out += raw_chunk_tail(in.dtype, k, fmt::format("r{}{}_[u][{}]", k, a, i), i ? cc + " + 4" : cc, "okl && c < n_c", "base + c",
-                              ind + "    ");
+      x.out += raw_chunk_tail(in.dtype, k, fmt::format("r{}_[u][{}]", k, i), i ? "cc + 4" : "cc", "okl && c < n_c",
+                              "base + c", ind + "    ");
     x.out += ind + "  }\n" + ind + "}\n";
   }
 }
@@ -111,18 +110,18 @@ std::vector<bool> coded_roots(const Ctx& x) {
   return need;
 }
 
-// The values of the roots in `need` of chunk u as v<r>[8] (+0 outside the line), from the
-// registers of set `a`; nothing where no root is needed.
-void emit_values(Ctx& x, const std::string& ind, const std::string& a, const std::vector<bool>& need) {
+// The values of the roots in `need` of chunk u as v<r>[8] (+0 outside the line), from the span's
+// registers; nothing where no root is needed.
+void emit_values(Ctx& x, const std::string& ind, const std::vector<bool>& need) {
   if (std::find(need.begin(), need.end(), true) == need.end()) return;
   for (int k : tensor_inputs(x)) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
     x.out += fmt::format("{}float x{}[8];\n", ind, k);
-    if (!vec_input(x, k))
-      x.out += fmt::format("{0}for (int e = 0; e < 8; ++e) x{1}[e] = x{1}{2}_[u][e];\n", ind, k, a);
+    if (!vec_input(x, k)) x.out += fmt::format("{0}for (int e = 0; e < 8; ++e) x{1}[e] = x{1}_[u][e];\n", ind, k);
     else
       for (int i = 0; i < vec_words(in.dtype); ++i)
-        x.out += fmt::format("{}{}(r{}{}_[u][{}], {});\n", ind, unpack_fn(in.dtype), k, a, i, plus(fmt::format("x{}", k), 4 * i));
+        x.out +=
+            fmt::format("{}{}(r{}_[u][{}], {});\n", ind, unpack_fn(in.dtype), k, i, plus(fmt::format("x{}", k), 4 * i));
   }
   std::string body;
   ExprEmitter em([&](const NodePtr& n) { return leaf_expr(x, n); }, "t");
@@ -149,14 +148,14 @@ void emit_values(Ctx& x, const std::string& ind, const std::string& a, const std
 
 // Scale s's running amax m<s> (FP32 bits of max |v|) over chunk u's values: NaN kept (its bits
 // exceed +Inf's) or skipped as the scale's AmaxNan says; flushed values count as zero. Where the
-// root is a bare 16-bit input read by vectors and NaN propagates, from the raw words of set `a`
-// two lanes per instruction (max.NaN on |x|; flushing commutes with the maximum).
-void emit_accumulate(Ctx& x, const std::string& ind, const std::string& set) {
+// root is a bare 16-bit input read by vectors and NaN propagates, from the span's raw words two
+// lanes per instruction (max.NaN on |x|; flushing commutes with the maximum).
+void emit_accumulate(Ctx& x, const std::string& ind) {
   for (size_t s = 0; s < x.v.scales.size(); ++s) {
     const NodePtr& sn = x.v.scales[s];
     const int k = packed_amax_input(x, int(s));
     if (packed_accumulate(x, int(s))) {
-      const std::string w = fmt::format("r{}{}_[u][0]", k, set);
+      const std::string w = fmt::format("r{}_[u][0]", k);
       x.out += fmt::format("{}{{\n{}  const mx_u32 pw = {};\n", ind, ind, packed_abs_max4(x, k, w + ".x", w + ".y", w + ".z", w + ".w"));
       x.out += fmt::format("{}  mx_u32 a = {};\n", ind, widen_half(x, k, "pw", -1));
       if (x.v.scale_flush[s]) x.out += ind + "  if (a < 0x00800000u) a = 0u;\n";
@@ -206,31 +205,32 @@ void emit_codes(Ctx& x, const std::string& ind) {
   }
 }
 
-// The per-thread arrays of one span, set `a`: the loaded registers
-// (r<k><a>_ raw words, or x<k><a>_ floats; a chunk's columns are recomputed from u where used).
-void emit_span_arrays(Ctx& x, int U, const std::string& a) {
+// The per-thread arrays of one span: the loaded registers (r<k>_ raw words, or x<k>_ floats; a
+// chunk's columns are recomputed from u where used).
+void emit_span_arrays(Ctx& x, int U) {
   for (int k : tensor_inputs(x)) {
     const InputDecl& in = x.p.inputs()[size_t(k)];
-    if (vec_input(x, k)) x.out += fmt::format("  mx_v16 r{}{}_[{}][{}];\n", k, a, U, vec_words(in.dtype));
-    else x.out += fmt::format("  float x{}{}_[{}][8];\n", k, a, U);
+    if (vec_input(x, k)) x.out += fmt::format("  mx_v16 r{}_[{}][{}];\n", k, U, vec_words(in.dtype));
+    else
+      x.out += fmt::format("  float x{}_[{}][8];\n", k, U);
   }
 }
 
-// One span of set `a` whose chunk u starts at column `first(u)` (a C expression of u): every
-// chunk's loads first (U loads in flight per thread), then `use` on each chunk (with its values
-// v<r>[8] and column cc in scope).
-void emit_span(Ctx& x, int U, const std::string& first, const std::string& a, const std::string& ind, const std::vector<bool>& need,
+// One span whose chunk u starts at column `first(u)` (a C expression of u): every chunk's loads
+// first (U loads in flight per thread), then `use` on each chunk (with its values v<r>[8] and
+// column cc in scope).
+void emit_span(Ctx& x, int U, const std::string& first, const std::string& ind, const std::vector<bool>& need,
                const std::function<void(const std::string&)>& use) {
   // cc is recomputed from u where used (an array of U columns would hold U registers).
   x.out +=
       fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n{0}  const int cc = {2};\n", ind, U, first);
   x.out += ind + "  if (!(okl && cc < n_c)) continue;  // past the line's end (or no line): nothing to read\n";
-  emit_loads(x, ind + "  ", a);
+  emit_loads(x, ind + "  ");
   x.out += ind + "}\n";
   x.out +=
       fmt::format("{0}#pragma unroll\n{0}for (int u = 0; u < {1}; ++u) {{\n{0}  const int cc = {2};\n", ind, U, first);
   x.out += ind + "  if (!(okl && cc < n_c)) continue;\n";
-  emit_values(x, ind + "  ", a, need);
+  emit_values(x, ind + "  ", need);
   use(ind + "  ");
   x.out += ind + "}\n";
 }
@@ -296,12 +296,13 @@ void emit_along_kernel(Ctx& x) {
   }
   x.out += fmt::format("  const int span = lt * {};  // elements of the line held in registers\n", U * 8);
   x.out += "  const bool held = n_c <= span;  // the line is read once (else twice, span by span)\n";
-  emit_span_arrays(x, U, "");
+  emit_span_arrays(x, U);
   for (int s = 0; s < S; ++s) x.out += fmt::format("  mx_u32 m{} = 0u;\n", s);
   x.out += "  // Phase 1: the line's amax; a line that fits stays in registers (raw words).\n  if (held) {\n";
-  emit_span(x, U, "(u * lt + t) * 8", "", "    ", amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
+  emit_span(x, U, "(u * lt + t) * 8", "    ", amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind); });
   x.out += "  } else {\n    for (int c0 = 0; c0 < n_c; c0 += span) {\n";
-  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
+  emit_span(x, U, "c0 + (u * lt + t) * 8", "      ", amax_roots(x),
+            [&](const std::string& ind) { emit_accumulate(x, ind); });
   x.out += "    }\n  }\n";
   emit_line_reduce(x, S, T);
   emit_line_scales(x, "okl && t == 0");
@@ -309,10 +310,11 @@ void emit_along_kernel(Ctx& x) {
   x.out +=
       fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      const int cc = (u * lt + t) * 8;\n", U);
   x.out += "      if (!(okl && cc < n_c)) continue;\n";
-  emit_values(x, "      ", "", coded_roots(x));
+  emit_values(x, "      ", coded_roots(x));
   emit_codes(x, "      ");
   x.out += "    }\n  } else {\n    for (int c0 = 0; c0 < n_c; c0 += span) {\n";
-  emit_span(x, U, "c0 + (u * lt + t) * 8", "", "      ", coded_roots(x), [&](const std::string& ind) { emit_codes(x, ind); });
+  emit_span(x, U, "c0 + (u * lt + t) * 8", "      ", coded_roots(x),
+            [&](const std::string& ind) { emit_codes(x, ind); });
   x.out += "    }\n  }\n}\n";
 }
 
@@ -339,15 +341,15 @@ void emit_across_kernel(Ctx& x) {
       x.out += fmt::format("  const mx_i64 ix{0} = rest_ % P.shape[{0}];\n  rest_ /= P.shape[{0}];\n", *it);
   }
   x.out += fmt::format("  const int step = nw * {};  // columns per step of the CTA\n", 8 * U);
-  emit_span_arrays(x, U, "");
+  emit_span_arrays(x, U);
   for (int s = 0; s < S; ++s) x.out += fmt::format("  mx_u32 m{} = 0u;\n", s);
   auto loop = [&](const std::vector<bool>& need, const std::function<void(const std::string&)>& use) {
     x.out += "  for (int c0 = 0; c0 < n_c; c0 += step) {\n";
-    emit_span(x, U, "c0 + (u * nw + warp) * 8", "", "    ", need, use);
+    emit_span(x, U, "c0 + (u * nw + warp) * 8", "    ", need, use);
     x.out += "  }\n";
   };
   x.out += "  // Phase 1: each lane's amax over its warp's columns, then over the CTA's warps.\n";
-  loop(amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind, ""); });
+  loop(amax_roots(x), [&](const std::string& ind) { emit_accumulate(x, ind); });
   x.out += fmt::format("  __shared__ mx_u32 red_[{}][{}][32];\n", S, T / 32);
   for (int s = 0; s < S; ++s) x.out += fmt::format("  red_[{0}][warp][lane] = m{0};\n", s);
   x.out += "  __syncthreads();\n";
