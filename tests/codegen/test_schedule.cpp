@@ -80,6 +80,19 @@ TEST_CASE("make_plan: a field the kernel that runs does not take is refused by n
   CHECK(make_plan(d0, t, sc, Schedule{.threads = 64}).threads == 64);
   CHECK_THROWS_WITH_AS(make_plan(d0, t, sc, Schedule{.ctas_per_sm = 33}),
                        doctest::Contains("ctas_per_sm 33 of the direct kernel"), UsageError);
+  // The tiled kernel's too (its maxima reduce by warp shuffles), and its CTAs fit an SM.
+  for (int th : {16, 48, 2048}) {
+    const std::string want = fmt::format("threads {} of the tiled kernel must be a multiple of 32 in 32..1024", th);
+    CHECK_THROWS_WITH_AS(make_plan(d0, t, sc, Schedule{.kernel = KernelKind::tiled, .threads = th}),
+                         doctest::Contains(want.c_str()), UsageError);
+  }
+  CHECK(make_plan(d0, t, sc, Schedule{.kernel = KernelKind::tiled, .threads = 512, .ctas_per_sm = 4}).threads == 512);
+  CHECK_THROWS_WITH_AS(
+      make_plan(d0, t, sc, Schedule{.kernel = KernelKind::tiled, .threads = 512, .ctas_per_sm = 5}),
+      doctest::Contains("ctas_per_sm 5 of the tiled kernel must be at most 32, and at most 2048 threads an SM"),
+      UsageError);
+  CHECK_THROWS_WITH_AS(make_plan(d0, t, sc, Schedule{.kernel = KernelKind::tiled, .threads = 32, .ctas_per_sm = 33}),
+                       doctest::Contains("ctas_per_sm 33 of the tiled kernel"), UsageError);
   // The columns kernel takes rows_per_thread, stages and ctas_per_sm, not threads.
   CHECK(make_plan(d1, t, default_stride_class(d1), Schedule{.rows_per_thread = 8, .stages = 2}).columns().stages == 2);
   CHECK_THROWS_WITH_AS(make_plan(d1, t, default_stride_class(d1), Schedule{.threads = 512}),
