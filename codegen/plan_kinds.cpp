@@ -30,6 +30,15 @@ bool columns_rowwise(const ValueSet& v, int ax_c) {
   return false;
 }
 
+namespace {
+// A schedule's threads (0: the kernel's default) are whole warps, at most a CTA's 1024.
+void check_warps(int threads, const char* kernel) {
+  if (threads && (threads < 32 || threads > 1024 || threads % 32))
+    throw UsageError(
+        fmt::format("schedule: threads {} of the {} kernel must be a multiple of 32 in 32..1024", threads, kernel));
+}
+}  // namespace
+
 TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target) {
   (void)p;
   TiledPlan t;
@@ -69,6 +78,17 @@ TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   t.value_tiles = int(v.roots.size());
   (void)target;
   return t;
+}
+
+void plan_tiled_ctas(Plan& plan, const Schedule& s) {
+  check_warps(s.threads, "tiled");  // its block maxima reduce by warp shuffles
+  plan.threads = s.threads ? s.threads : 256;
+  plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : 4;
+  if (plan.ctas_per_sm > 32 || plan.threads * plan.ctas_per_sm > 2048)
+    throw UsageError(
+        fmt::format("schedule: ctas_per_sm {} of the tiled kernel must be at most 32, and at most 2048 threads an SM "
+                    "({} threads a CTA)",
+                    plan.ctas_per_sm, plan.threads));
 }
 
 int tiled_smem_bytes(const ValueSet& v, const Plan& plan, const TiledPlan& t) {
@@ -120,9 +140,7 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // casts keep 256 (neutral or slower at 128). docs/perf-log.md#direct-defaults
   bool divides = false;
   for (const NodePtr& sn : v.scales) divides = divides || sn->apply == Apply::divide;
-  if (s.threads && (s.threads < 32 || s.threads > 1024 || s.threads % 32))
-    throw UsageError(
-        fmt::format("schedule: threads {} of the direct kernel must be a multiple of 32 in 32..1024", s.threads));
+  check_warps(s.threads, "direct");
   if (s.ctas_per_sm > 32)
     throw UsageError(fmt::format("schedule: ctas_per_sm {} of the direct kernel must be at most 32 (CTAs an SM holds)",
                                  s.ctas_per_sm));

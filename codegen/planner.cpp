@@ -174,17 +174,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     case KernelKind::columns: plan.kernel = plan_columns(p, v, plan, s, target); break;
     default:
       plan.kernel = tiled;
-      // Whole warps (its block maxima reduce by warp shuffles), at most one SM's threads.
-      if (s.threads && (s.threads < 32 || s.threads > 1024 || s.threads % 32))
-        throw UsageError(
-            fmt::format("schedule: threads {} of the tiled kernel must be a multiple of 32 in 32..1024", s.threads));
-      plan.threads = s.threads ? s.threads : 256;
-      plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : 4;
-      if (plan.ctas_per_sm > 32 || plan.threads * plan.ctas_per_sm > 2048)
-        throw UsageError(fmt::format(
-            "schedule: ctas_per_sm {} of the tiled kernel must be at most 32, and at most 2048 threads an SM "
-            "({} threads a CTA)",
-            plan.ctas_per_sm, plan.threads));
+      plan_tiled_ctas(plan, s);
       plan.smem_bytes = tiled_smem;
       break;
   }
