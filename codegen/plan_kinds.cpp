@@ -37,6 +37,15 @@ void check_warps(int threads, const char* kernel) {
     throw UsageError(
         fmt::format("schedule: threads {} of the {} kernel must be a multiple of 32 in 32..1024", threads, kernel));
 }
+// A schedule's CTAs an SM (at least 1) fit the target's SM: at most its resident CTAs, and their
+// threads at most its resident threads (the launch bounds promise that occupancy to ptxas).
+void check_ctas(int ctas, int threads, const Target& target, const char* kernel) {
+  if (ctas < 1 || ctas > target.max_ctas_per_sm() || int64_t(ctas) * threads > target.max_threads_per_sm())
+    throw UsageError(
+        fmt::format("schedule: ctas_per_sm {} of the {} kernel must be at most {}, and at most {} threads an "
+                    "SM ({} threads a CTA on {})",
+                    ctas, kernel, target.max_ctas_per_sm(), target.max_threads_per_sm(), threads, target.arch));
+}
 }  // namespace
 
 TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target) {
@@ -80,15 +89,11 @@ TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, con
   return t;
 }
 
-void plan_tiled_ctas(Plan& plan, const Schedule& s) {
+void plan_tiled_ctas(Plan& plan, const Schedule& s, const Target& target) {
   check_warps(s.threads, "tiled");  // its block maxima reduce by warp shuffles
   plan.threads = s.threads ? s.threads : 256;
   plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : 4;
-  if (plan.ctas_per_sm > 32 || plan.threads * plan.ctas_per_sm > 2048)
-    throw UsageError(
-        fmt::format("schedule: ctas_per_sm {} of the tiled kernel must be at most 32, and at most 2048 threads an SM "
-                    "({} threads a CTA)",
-                    plan.ctas_per_sm, plan.threads));
+  check_ctas(plan.ctas_per_sm, plan.threads, target, "tiled");
 }
 
 int tiled_smem_bytes(const ValueSet& v, const Plan& plan, const TiledPlan& t) {
@@ -141,9 +146,6 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   bool divides = false;
   for (const NodePtr& sn : v.scales) divides = divides || sn->apply == Apply::divide;
   check_warps(s.threads, "direct");
-  if (s.ctas_per_sm > 32)
-    throw UsageError(fmt::format("schedule: ctas_per_sm {} of the direct kernel must be at most 32 (CTAs an SM holds)",
-                                 s.ctas_per_sm));
   const bool small_ctas = divides && !s.threads;
   plan.threads = s.threads ? s.threads : small_ctas ? 128 : 256;
   plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (hw_fp8 && !divides ? 8 : small_ctas ? 12 : 6);
@@ -246,6 +248,8 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
     d.eight_at_once.assign(v.quantizes.size(), false);
     d.row_step = 1;
   }
+  // An asked count fits the SM; the defaults are register caps that smaller SMs run fewer of.
+  if (s.ctas_per_sm) check_ctas(plan.ctas_per_sm, plan.threads, target, "direct");
   return d;
 }
 
@@ -305,6 +309,7 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
                                  "the SM's {} KiB ({})",
                                  plan.ctas_per_sm, plan.smem_bytes, c.stages, static_smem + target.smem_reserved_per_cta(),
                                  target.smem_per_sm() / 1024, target.arch));
+  if (s.ctas_per_sm) check_ctas(plan.ctas_per_sm, plan.threads, target, "columns");
   return c;
 }
 
@@ -367,6 +372,7 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
       plan.ctas_per_sm < 1 || plan.ctas_per_sm > 8)
     throw UsageError(fmt::format("schedule: jagged kernel threads {} (32..1024, a multiple of 32), rows_in_flight {} (1..16), "
                                  "ctas_per_sm {} (1..8)", plan.threads, j.rows_in_flight, plan.ctas_per_sm));
+  check_ctas(plan.ctas_per_sm, plan.threads, target, "jagged");
   // Cached rows read back per loop step: 4, or 2 within 64 registers (where 4 spill f16).
   j.cached_rows_per_step = plan.ctas_per_sm <= 2 ? 4 : 2;
   // The reduction's arrays: a row of column maxima per warp, multipliers, flags (and the
@@ -447,10 +453,9 @@ RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Sched
   r.chunks_per_thread = s.chunks_per_thread ? s.chunks_per_thread : across ? 2 : narrow ? 8 : 4;
   if (plan.threads < 32 || plan.threads > 1024 || (plan.threads & (plan.threads - 1)) != 0)
     throw UsageError(fmt::format("schedule: rows kernel threads {} must be a power of two from 32 to 1024", plan.threads));
-  if (r.chunks_per_thread < 1 || r.chunks_per_thread > 8 || plan.ctas_per_sm < 1 || plan.ctas_per_sm > 32 ||
-      plan.threads * plan.ctas_per_sm > 2048)
-    throw UsageError(fmt::format("schedule: rows kernel chunks_per_thread {} (1..8), ctas_per_sm {} (1..32, at most 2048 threads "
-                                 "per SM with {} threads)", r.chunks_per_thread, plan.ctas_per_sm, plan.threads));
+  if (r.chunks_per_thread < 1 || r.chunks_per_thread > 8)
+    throw UsageError(fmt::format("schedule: rows kernel chunks_per_thread {} must be in 1..8", r.chunks_per_thread));
+  check_ctas(plan.ctas_per_sm, plan.threads, target, "rows");
   for (const Output& o : p.outputs())
     r.strided_codes.push_back(o.kind == OutputKind::elems && o.layout.order(p.rank()).back() != plan.ax_c);
   return r;

@@ -11,8 +11,8 @@ namespace mxjit::detail {
 /// rows_per_thread other than 8, 16, 32.
 TiledPlan plan_tiled(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target);
 /// The tiled kernel's CTA: a schedule's threads and CTAs per SM (UsageError where they are not
-/// whole warps or overfill an SM), else 256 threads, 4 CTAs per SM.
-void plan_tiled_ctas(Plan& plan, const Schedule& s);
+/// whole warps or overfill the target's SM), else 256 threads, 4 CTAs per SM.
+void plan_tiled_ctas(Plan& plan, const Schedule& s, const Target& target);
 /// Shared memory of a tiled plan: the value tiles and three words per block of every scale.
 int tiled_smem_bytes(const ValueSet& v, const Plan& plan, const TiledPlan& t);
 /// The direct kernel: block lanes, chunks per thread, padding covered by the grid, and which

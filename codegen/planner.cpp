@@ -174,7 +174,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     case KernelKind::columns: plan.kernel = plan_columns(p, v, plan, s, target); break;
     default:
       plan.kernel = tiled;
-      plan_tiled_ctas(plan, s);
+      plan_tiled_ctas(plan, s, target);
       plan.smem_bytes = tiled_smem;
       break;
   }

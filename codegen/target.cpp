@@ -35,6 +35,16 @@ int Target::smem_per_sm() const {
   return 100 * 1024;  // sm_86, sm_89, sm_120 and later consumer parts
 }
 
+int Target::max_threads_per_sm() const {
+  const int cc = sm();
+  return cc == 86 || cc == 89 || cc >= 120 ? 1536 : 2048;
+}
+
+int Target::max_ctas_per_sm() const {
+  const int cc = sm();
+  return cc == 86 ? 16 : cc == 89 ? 24 : 32;
+}
+
 int Target::max_cluster() const {
   const int cc = sm();
   return cc < 90 ? 1 : cc < 120 ? 16 : 8;

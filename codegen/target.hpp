@@ -25,6 +25,11 @@ struct Target {
   int smem_per_cta() const { return smem_per_sm() - smem_reserved_per_cta(); }
   /// Shared memory the driver reserves for each resident CTA (1 KiB from sm_80 on).
   int smem_reserved_per_cta() const { return 1024; }
+  /// Resident threads an SM holds: 2048 on sm_80, sm_87, sm_90 and sm_100-sm_119; 1536 on sm_86,
+  /// sm_89 and sm_120+ (the CUDA programming guide's table). A schedule's CTAs must fit in it.
+  int max_threads_per_sm() const;
+  /// Resident CTAs an SM holds: 16 on sm_86, 24 on sm_89, 32 elsewhere from sm_80 on.
+  int max_ctas_per_sm() const;
   /// The most CTAs in one thread-block cluster: 16 on sm_90 to sm_119 (above the portable 8, a
   /// launch opts in with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED), 8 on sm_120 and
   /// later, 1 (no clusters) before sm_90.

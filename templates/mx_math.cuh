@@ -50,14 +50,13 @@ MX_HD float mx_fdiv(float a, float b) { return a / b; }
 #endif
 
 /// The bracketed division of the codes (codegen emit_packed_codes): x / d rounded once, through
-/// a monotone clamp and a saturating RN cast, without the division. With r = rcp.approx(d)
-/// (within 2 ulp of 1 / d) and rl, rh = RN(r (1 -+ 2^-20)), the ends RN(x * rl) and RN(x * rh)
-/// lie at least (2^-20 - 6 * 2^-24) |x / d| from x / d where they are normal, farther than RN's
-/// 2^-24 |x / d|: RN(x / d) lies between them. Below the normal range all three are smaller than
-/// 2^-125, every code +-0 with the sign of x / d. So where both ends give one code, it is the
-/// division's; only a value within about 2^-20 of a rounding boundary (about 1 in 2^14 values)
-/// or a NaN that the clamp drops needs the division. `miss` is 1 where d lies outside
-/// [2^-125, 2^123) in magnitude (rl and rh then could leave the normal range): divide.
+/// a monotone clamp and a saturating RN cast, without the division. With r = rcp.approx.ftz(d)
+/// (within 2 ulp of 1 / d where d and 1 / d are normal: wherever `miss` is 0) and rl, rh = RN(r (1 -+ 2^-20)), the ends
+/// RN(x * rl) and RN(x * rh) lie at least (2^-20 - 6 * 2^-24) |x / d| from x / d where they are normal, farther than
+/// RN's 2^-24 |x / d|: RN(x / d) lies between them. Below the normal range all three are smaller than 2^-125, every
+/// code +-0 with the sign of x / d. So where both ends give one code, it is the division's; only a value within about
+/// 2^-20 of a rounding boundary (about 1 in 2^14 values) or a NaN that the clamp drops needs the division. `miss` is 1
+/// where d lies outside [2^-125, 2^123) in magnitude (rl and rh then could leave the normal range): divide.
 struct MxDivBracket {
   float rl, rh;
   unsigned miss;
@@ -65,7 +64,7 @@ struct MxDivBracket {
 MX_HD MxDivBracket mx_div_bracket(float d) {
 #ifdef __CUDA_ARCH__
   float r;
-  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(d));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));  // one MUFU.RCP: no subnormal rescale
 #else
   const float r = 1.0f / d;
 #endif

@@ -131,6 +131,10 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
   CHECK(pl.threads == 512);
   CHECK(pl.jagged().rows_in_flight == 4);
   CHECK(pl.smem_bytes > 233472 / 2 - 1024);
+  CHECK_THROWS_WITH_AS(
+      generate(jagged(DType::bf16, e4m3, true), t, order(1), Schedule{.threads = 1024, .ctas_per_sm = 4}),
+      doctest::Contains("ctas_per_sm 4 of the jagged kernel must be at most 32, and at most 2048 threads an SM"),
+      UsageError);
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), Schedule{.tile_cols = 96}),
                        doctest::Contains("tile_cols 96 of the jagged kernel must be 32, 64, 128 or 256"), UsageError);
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), Schedule{.rows_in_flight = 17}),

@@ -266,3 +266,21 @@ TEST_CASE("column-major runs: the jagged kernel's and the rows kernel's across f
     CHECK(c.spill_stores == 0);
   }
 }
+
+TEST_CASE("bracketed division: the bracket's reciprocal is one rcp.approx.ftz a chunk, no subnormal rescale") {
+  // vLLM's per_token_group_quant: x / RN(max(amax, 1e-10) / 448) per element, bracketed
+  // (mx_div_bracket). Where `miss` is 0, d and 1 / d are normal, so the non-ftz rcp's rescaling
+  // (two compares, two selects, two multiplies a chunk) changes nothing.
+  const Built b = build(
+      "bf16[2] -> fp8.e4m3 scale(stored=div(fmax(amax,1e-10),448), factor=stored, apply=divide, "
+      "clamp=ignore_nan(-448,448), amax_nan=ignore) blocks(1,128)");
+  CHECK(b.plan.kind == KernelKind::direct);
+  CHECK(b.spill_stores == 0);
+  int ftz = 0;
+  for (size_t at = b.ptx.find("rcp.approx.ftz.f32"); at != std::string::npos;
+       at = b.ptx.find("rcp.approx.ftz.f32", at + 1))
+    ++ftz;
+  CHECK(ftz == b.plan.direct().chunks_per_thread);
+  CHECK(!has(b.ptx, "rcp.approx.f32"));
+  CHECK(has(b.ptx, "div.rn.f32"));  // the chunks that miss divide
+}

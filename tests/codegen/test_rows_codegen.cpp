@@ -168,6 +168,19 @@ TEST_CASE("rows kernel: the planner runs whole-axis blocks on it, one line per s
             .find("whole-axis blocks run on the rows kernel") != std::string::npos);
   CHECK(usage_message([&] { make_plan(p, t, unit_along(1), Schedule::parse("tune(threads=96)")); })
             .find("must be a power of two") != std::string::npos);
+  // CTAs an SM fit the target's: 1024 threads by the default 4 overfill an SM of 2048.
+  CHECK(
+      usage_message([&] { make_plan(p, t, unit_along(1), Schedule::parse("tune(threads=1024)")); })
+          .find(
+              "ctas_per_sm 4 of the rows kernel must be at most 32, and at most 2048 threads an SM (1024 threads a CTA "
+              "on sm_90a)") != std::string::npos);
+  CHECK(make_plan(p, t, unit_along(1), Schedule::parse("tune(threads=1024, ctas_per_sm=2)")).ctas_per_sm == 2);
+  CHECK(usage_message([&] {
+          make_plan(p, Target::parse("sm_89"), unit_along(1), Schedule::parse("tune(threads=512)"));
+        }).find("at most 1536 threads an SM (512 threads a CTA on sm_89)") != std::string::npos);
+  CHECK(usage_message([&] {
+          make_plan(p, t, unit_along(1), Schedule::parse("tune(chunks_per_thread=9)"));
+        }).find("rows kernel chunks_per_thread 9 must be in 1..8") != std::string::npos);
 }
 
 TEST_CASE("rows kernel: a short whole axis takes small CTAs, 8 per SM, where the across form on columns runs it") {

@@ -93,6 +93,27 @@ TEST_CASE("make_plan: a field the kernel that runs does not take is refused by n
       UsageError);
   CHECK_THROWS_WITH_AS(make_plan(d0, t, sc, Schedule{.kernel = KernelKind::tiled, .threads = 32, .ctas_per_sm = 33}),
                        doctest::Contains("ctas_per_sm 33 of the tiled kernel"), UsageError);
+  // CTAs an SM come from the target: 2048 threads on sm_90a, 1536 on sm_89 and sm_120a, whose
+  // SMs also hold fewer CTAs (24 on sm_89); the default schedules fit every target.
+  CHECK(make_plan(d0, t, sc, Schedule{.ctas_per_sm = 8}).ctas_per_sm == 8);  // 8 x 256 threads
+  CHECK_THROWS_WITH_AS(
+      make_plan(d0, t, sc, Schedule{.ctas_per_sm = 9}),
+      doctest::Contains("ctas_per_sm 9 of the direct kernel must be at most 32, and at most 2048 threads an "
+                        "SM (256 threads a CTA on sm_90a)"),
+      UsageError);
+  const Target ada = Target::parse("sm_89"), rtx = Target::parse("sm_120a");
+  CHECK((ada.max_threads_per_sm() == 1536 && ada.max_ctas_per_sm() == 24 && rtx.max_threads_per_sm() == 1536));
+  CHECK((t.max_threads_per_sm() == 2048 && Target::parse("sm_100a").max_threads_per_sm() == 2048));
+  CHECK(make_plan(d0, ada, sc, Schedule{.ctas_per_sm = 6}).ctas_per_sm == 6);
+  CHECK_THROWS_WITH_AS(make_plan(d0, ada, sc, Schedule{.ctas_per_sm = 8}),
+                       doctest::Contains("at most 24, and at most 1536 threads an SM (256 threads a CTA on sm_89)"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(make_plan(d0, ada, sc, Schedule{.threads = 32, .ctas_per_sm = 25}),
+                       doctest::Contains("ctas_per_sm 25 of the direct kernel must be at most 24"), UsageError);
+  CHECK_THROWS_WITH_AS(
+      make_plan(d0, rtx, sc, Schedule{.kernel = KernelKind::tiled, .threads = 512, .ctas_per_sm = 4}),
+      doctest::Contains("ctas_per_sm 4 of the tiled kernel must be at most 32, and at most 1536 threads"), UsageError);
+  for (const Target& small : {ada, rtx}) CHECK(make_plan(d0, small, sc).ctas_per_sm == 8);  // a register cap, not asked
   // The columns kernel takes rows_per_thread, stages and ctas_per_sm, not threads.
   CHECK(make_plan(d1, t, default_stride_class(d1), Schedule{.rows_per_thread = 8, .stages = 2}).columns().stages == 2);
   CHECK_THROWS_WITH_AS(make_plan(d1, t, default_stride_class(d1), Schedule{.threads = 512}),
