@@ -26,6 +26,7 @@ struct Case {
   std::vector<int64_t> check_shape;  // small shape checked against the reference first
   int64_t group_align = 1;           // group ends a multiple of this (K groups: the block size)
   bool synced = false;               // each launch timed alone: the small sweep's launch latency
+  int groups = 16;                   // jagged groups an offsets input splits its axis into
 };
 
 Pipeline cast(int axis, ElemFormat f, ScaleRule rule, Layout q, Layout s) {
@@ -167,6 +168,8 @@ std::vector<Case> cases(const BenchOptions& o) {
     for (const auto& s : std::vector<std::vector<int64_t>>{{16, 8192, 5120}, {16, 512, 5120}, {64, 128, 5120}})
       add("fp8 3-D across, codes along whole K", [] { return whole_axis(1, 3, layout::permuted({0, 2, 1})); }, s);
     add("fp8 per-group colwise G=16", [] { return per_group_colwise(); }, {16640, 5120});
+    add("fp8 per-group colwise G=64", [] { return per_group_colwise(); }, {16384, 5120});  // E=64: ~256 rows a group
+    c.back().groups = 64;
     for (const auto& s : std::vector<std::vector<int64_t>>{{16640, 5120}, {16640, 8192}})
       add("fp8 per-group colwise G=16 col-major pow2", [] { return per_group_colwise(true); }, s);
     add("fp8 per-group rowwise G=16 (jagged columns) pow2", [] { return per_group_rowwise(); }, {16640, 5120});
@@ -293,22 +296,22 @@ Bound bind_case(const Pipeline& p, const std::vector<int64_t>& shape, const Case
       continue;
     }
     if (d.kind == InputDecl::Kind::offsets) {
-      // 16 jagged groups of uneven sizes (one empty) covering the axis: MoE token groups.
-      const int64_t n = shape[size_t(d.axis)];
-      std::vector<int32_t> ends(16);
+      // c.groups jagged groups of uneven sizes (one empty) covering the axis: MoE token groups.
+      const int64_t n = shape[size_t(d.axis)], G = c.groups;
+      std::vector<int32_t> ends(static_cast<size_t>(G));
       int64_t acc = 0;
-      for (int g = 0; g < 16; ++g) {
-        acc += g == 5 ? 0 : std::max<int64_t>(0, (n / 16) + (g % 3 == 0 ? 17 : -9));
+      for (int64_t g = 0; g < G; ++g) {
+        acc += g == 5 ? 0 : std::max<int64_t>(0, (n / G) + (g % 3 == 0 ? 17 : -9));
         ends[size_t(g)] = int32_t(std::min<int64_t>(std::max<int64_t>(acc, 0), n) / c.group_align * c.group_align);
       }
-      ends[15] = int32_t(n);
+      ends[size_t(G) - 1] = int32_t(n);
       for (int r = 0; r < rotations; ++r) {
-        b.in_bufs.push_back(DeviceBuffer::alloc(16 * 4));
-        b.in_bufs.back().upload(ends.data(), 16 * 4);
-        b.inputs[size_t(r)].push_back(TensorView::contiguous(reinterpret_cast<void*>(b.in_bufs.back().ptr()), DType::i32,
-                                                            {16}, DeviceKind::cuda));
+        b.in_bufs.push_back(DeviceBuffer::alloc(size_t(G) * 4));
+        b.in_bufs.back().upload(ends.data(), size_t(G) * 4);
+        b.inputs[size_t(r)].push_back(
+            TensorView::contiguous(reinterpret_cast<void*>(b.in_bufs.back().ptr()), DType::i32, {G}, DeviceKind::cuda));
       }
-      b.groups = 16;
+      b.groups = G;
       continue;
     }
     std::vector<int64_t> strides(s.size(), 1);
