@@ -135,6 +135,38 @@ std::vector<std::string> kernel_headers(const Pipeline& p) {
   return h;
 }
 
+namespace {
+// The pipeline's IR with each scale written out once (`let s0 = ...`) where outputs share it: a
+// dual cast's scale otherwise reads four times, as divisor and as output of each usage.
+std::string banner_ir(const Pipeline& p, const ValueSet& v) {
+  std::string ir = p.str();
+  std::vector<std::string> lets;
+  std::vector<std::string> texts;
+  for (const NodePtr& sn : v.scales) texts.push_back(canonical(sn));
+  // Longest first: a scale's text may hold another's (a tensor amax inside NVFP4's).
+  std::vector<size_t> order(texts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return texts[a].size() > texts[b].size(); });
+  for (size_t i : order) {
+    const std::string& t = texts[i];
+    size_t count = 0;
+    for (size_t at = ir.find(t); at != std::string::npos; at = ir.find(t, at + t.size())) ++count;
+    if (count < 2) continue;
+    const std::string name = fmt::format("s{}", i);
+    std::string out;
+    size_t from = 0;
+    for (size_t at = ir.find(t); at != std::string::npos; from = at + t.size(), at = ir.find(t, from))
+      out += ir.substr(from, at - from) + name;
+    ir = out + ir.substr(from);
+    lets.push_back(fmt::format("  let {} = {}\n", name, t));
+  }
+  std::sort(lets.begin(), lets.end());
+  // The lets after the inputs (and mask), before the outputs that use them.
+  const size_t outs = ir.find("  out ");
+  return outs == std::string::npos ? ir : ir.substr(0, outs) + fmt::format("{}", fmt::join(lets, "")) + ir.substr(outs);
+}
+}  // namespace
+
 void emit_banner(Ctx& x) {
   x.out += "// ==== mxjit generated kernel ========================================================\n";
   x.out += fmt::format("// {}\n// generator {}  target {}  stride class {}\n", x.plan.kernel_name, kGeneratorVersion, x.target.arch, x.sc.str());
@@ -145,7 +177,8 @@ void emit_banner(Ctx& x) {
     // Expressions the text form does not spell (prologues, dequantize): the IR instead.
   }
   if (!text.empty()) x.out += "// pipeline " + text + "\n";
-  else x.out += "// pipeline (IR)\n" + indent_lines(x.p.str() + "\n", "//   ");
+  else
+    x.out += "// pipeline (IR)\n" + indent_lines(banner_ir(x.p, x.v), "//   ");
   x.out += fmt::format("// pipeline hash {}\n", x.p.hash().hex());
   x.out += "// plan\n" + indent_lines(x.plan.str() + "\n", "//   ");
   x.out += "// ====================================================================================\n";

@@ -279,7 +279,9 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, bool fast_runs,
 //
 // `whole`: the rows kernel's across form (RowsPlan::columns), the same two passes with the whole
 // axis as the one group (rows 0 .. n_r) and grid row g the index of the other axes, row-major.
-void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
+//
+// `entry`: the kernel's first line (its name, launch bounds and cluster).
+void emit_jagged_vector_body(Ctx& x, const JaggedPlan& jp, bool whole, const std::string& entry) {
   const Plan& pl = x.plan;
   const NodePtr& sn = x.v.scales[0];
   const int ar = pl.ax_r, ac = pl.ax_c;
@@ -295,10 +297,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   // A cluster fixed by the kernel, or chosen at launch (JaggedPlan::cluster_at_launch: always a
   // cluster launch, its size read from %cluster_nctarank).
   const bool at_launch = K > 1 && jp.cluster_at_launch;
-  const std::string cdims = K > 1 && !at_launch ? fmt::format("__cluster_dims__({}, 1, 1) ", K) : "";
   const std::string KS = at_launch ? "K_" : std::to_string(K);  // the cluster size, a C expression
-  x.out += fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}, {}) {}(const MxParams P) {{\n", cdims, pl.threads,
-                       pl.ctas_per_sm, pl.kernel_name);
+  x.out += entry;
   x.out += "  extern __shared__ float4 mx_smem4[];\n";
   x.out += fmt::format("  mx_v16* const cache = reinterpret_cast<mx_v16*>(mx_smem4);  // [{}][{}]: the group's first rows\n", CR,
                        TC * NW / 4);
@@ -603,6 +603,41 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   }
   x.out += "    }\n  }\n";
   x.out += "}\n";
+}
+
+// The vector kernel; with JaggedPlan::plain, two kernels of one module, which the launch chooses
+// between by the groups' mean size (Plan::launch):
+//
+//   NAME           one CTA a (group, W columns), plain's CTAs an SM   grid.x = tiles_c
+//   NAME_cluster   a cluster of K CTAs a (group, W columns)            grid.x = tiles_c x K
+//
+// Each has its cluster compiled in (a size read at run time cost small groups 4.7%;
+// docs/perf-log.md#jagged-cluster-at-launch) and its own row cache.
+void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
+  auto entry = [](const Plan& pl, const JaggedPlan& j, const std::string& name) {
+    const bool fixed = j.cluster > 1 && !j.cluster_at_launch;
+    const std::string cdims = fixed ? fmt::format("__cluster_dims__({}, 1, 1) ", j.cluster) : "";
+    return fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}, {}) {}(const MxParams P) {{\n", cdims,
+                       pl.threads, pl.ctas_per_sm, name);
+  };
+  if (!jp.plain) return emit_jagged_vector_body(x, jp, whole, entry(x.plan, jp, x.plan.kernel_name));
+  JaggedPlan plain = jp, clustered = jp;
+  plain.cluster = 1;
+  plain.cached_rows = jp.plain->cached_rows;
+  plain.cached_rows_per_step = jp.plain->cached_rows_per_step;
+  plain.rows_in_flight = jp.plain->rows_in_flight;
+  plain.plain.reset();
+  clustered.plain.reset();
+  Plan pp = x.plan;
+  pp.ctas_per_sm = jp.plain->ctas_per_sm;
+  pp.smem_bytes = jp.plain->smem_bytes;
+  pp.kernel = plain;
+  Ctx y{x.p, x.target, x.sc, pp, x.v, {}, x.vec};
+  y.direct = x.direct;
+  emit_jagged_vector_body(y, plain, whole, entry(pp, plain, x.plan.kernel_name));
+  finish_decls(y);
+  x.out += y.out + "\n";
+  emit_jagged_vector_body(x, clustered, whole, entry(x.plan, clustered, x.plan.kernel_name + "_cluster"));
 }
 
 }  // namespace

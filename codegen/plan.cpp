@@ -94,9 +94,16 @@ struct KindText {
     if (!j.vector)
       return fmt::format("jagged: scalar ({}) rows_in_flight={}",
                          j.lanes ? "a warp per column, lanes along the rows" : "one thread per column", j.rows_in_flight);
-    return fmt::format("jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={}{} run_rows={}",
-                       j.cols_per_cta, j.cached_rows, j.cached_rows_per_step, j.rows_in_flight, j.cluster,
-                       j.cluster_at_launch ? " (at most, chosen at launch)" : "", j.run_rows);
+    return fmt::format(
+               "jagged: vector cols_per_cta={} cached_rows={} cached_rows_per_step={} rows_in_flight={} cluster={}{} run_rows={}",
+               j.cols_per_cta, j.cached_rows, j.cached_rows_per_step, j.rows_in_flight, j.cluster,
+               j.cluster_at_launch ? " (at most, chosen at launch)" : "", j.run_rows) +
+           (j.plain
+                ? fmt::format("\njagged: or, chosen at launch, a plain kernel: ctas_per_sm={} smem={} cached_rows={} "
+                              "cached_rows_per_step={} rows_in_flight={}",
+                              j.plain->ctas_per_sm, j.plain->smem_bytes, j.plain->cached_rows,
+                              j.plain->cached_rows_per_step, j.plain->rows_in_flight)
+                : "");
   }
 };
 
@@ -217,7 +224,15 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
     if (tiles >= k31) throw UsageError(fmt::format("launch: {} tiles exceed one launch's 2^31 CTAs", tiles));
     // x: cols_per_cta columns (times the cluster: its CTAs are neighbours along x); y: one CTA row
     // per group, plus one for the rows past the last end.
-    const int64_t gx = l.tiles_c * j->cluster;
+    int64_t k = j->cluster;
+    if (j->plain) {
+      // The cluster kernel where the groups' mean size passes the plain kernel's row cache.
+      const bool large = shape[size_t(ax_r)] > std::max<int64_t>(groups, 1) * j->plain->cached_rows;
+      k = large ? j->cluster : 1;
+      l.entry = large ? 1 : 0;
+      if (!large) l.smem_bytes = j->plain->smem_bytes;
+    }
+    const int64_t gx = l.tiles_c * k;
     if (groups + 1 > 65535) throw UsageError(fmt::format("launch: {} groups exceed 65534", groups));
     if (gx >= k31) throw UsageError("launch: the domain is too large for one launch");
     l.tiles_r = groups;
@@ -236,6 +251,11 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
   }
   l.grid[0] = unsigned(grid);
   return l;
+}
+
+std::vector<std::string> Plan::entry_names() const {
+  if (const auto* j = std::get_if<JaggedPlan>(&kernel); j && j->plain) return {kernel_name, kernel_name + "_cluster"};
+  return {kernel_name};
 }
 
 int64_t rows_warps_per_line(int64_t extent, int threads, int chunks_per_thread) {

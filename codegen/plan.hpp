@@ -28,7 +28,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-46";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-47";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -110,6 +110,16 @@ struct ColumnsPlan {
   std::vector<bool> scatter_scales;  ///< per scale: one scale per lane on the fast path (reduce-scatter)
 };
 
+/// The plain kernel beside a jagged plan's cluster kernel (JaggedPlan::plain): its own CTAs per
+/// SM, and so its own row cache, registers and shared memory.
+struct PlainKernel {
+  int ctas_per_sm = 4;           ///< its __launch_bounds__ minimum CTAs per SM (Plan::ctas_per_sm)
+  int smem_bytes = 0;            ///< its dynamic shared memory (Launch::smem_bytes when it runs)
+  int cached_rows = 0;           ///< as JaggedPlan's, for its own shared memory
+  int cached_rows_per_step = 2;  ///< as JaggedPlan's
+  int rows_in_flight = 4;        ///< as JaggedPlan's
+};
+
 /// The jagged kernel (emit_jagged.cpp): jagged groups of rows along ax_r (MoE token groups from a
 /// device offsets array), two passes per group.
 struct JaggedPlan {
@@ -127,6 +137,13 @@ struct JaggedPlan {
   /// The cluster is chosen at launch, at most `cluster` CTAs: the fewest whose parts of the rows
   /// fit the row cache (the rows kernel's across form, whose whole axis is known at launch only).
   bool cluster_at_launch = false;
+  /// Token groups: two kernels in one module, one CTA a group (Plan::kernel_name, planned by
+  /// `plain`) and `cluster` CTAs a group (its "_cluster" entry, the cluster compiled in, planned by
+  /// this plan); the launch takes the cluster where the groups' mean size passes the plain
+  /// kernel's row cache, the plain kernel otherwise. A cluster splits a large group's re-read rows
+  /// across SMs; small groups take more, smaller CTAs an SM, without the exchange
+  /// (docs/perf-log.md#jagged-two-kernels).
+  std::optional<PlainKernel> plain;
   /// Column-major codes: rows a thread encodes and transposes at a time, one store of a column's
   /// run (4, 8 or 16 bytes); 0 for row-major codes.
   int run_rows = 0;
@@ -204,6 +221,10 @@ struct Launch {
   /// %cluster_nctarank are defined); 0: a plain launch (no cluster, or one fixed by the kernel's
   /// __cluster_dims__).
   unsigned cluster = 0;
+  /// Which kernel of the module runs: an index into Plan::entry_names() (0: Plan::kernel_name).
+  int entry = 0;
+  /// Its dynamic shared memory (and CTA shape) where it is not Plan::smem_bytes; -1 where it is.
+  int smem_bytes = -1;
 };
 
 /// How one kernel covers the domain.
@@ -233,6 +254,9 @@ struct Plan {
   /// the largest offsets input's extent where grouped layouts bound the kernel's 32-bit indexing).
   /// Throws UsageError where the domain does not fit one launch or the kernel's 32-bit indexing.
   Launch launch(const std::vector<int64_t>& shape, int64_t groups) const;
+  /// The extern "C" kernels of the module, which Launch::entry indexes: kernel_name, and for a
+  /// jagged plan with a plain kernel (JaggedPlan::plain) its cluster kernel, kernel_name + "_cluster".
+  std::vector<std::string> entry_names() const;
   /// Canonical text of every field, one line per part (the banner; the cache's metadata).
   std::string str() const;
 };

@@ -49,13 +49,15 @@ std::shared_ptr<Loaded> load(const Pipeline& p, const Target& t, const detail::S
   opts.fit = fit;
   detail::CompiledKernel ck = detail::compile(p, t, sc, opts);
   try {
-    return std::make_shared<Loaded>(Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.kernel_name), ck.plan, ck.source});
+    return std::make_shared<Loaded>(
+        Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.entry_names()), ck.plan, ck.source});
   } catch (const CudaError&) {
     if (!ck.from_disk) throw;
     // A cached cubin that fails to load is a miss: drop it and compile afresh.
     detail::evict(ck.content_key);
     ck = detail::compile(p, t, sc, opts);
-    return std::make_shared<Loaded>(Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.kernel_name), ck.plan, ck.source});
+    return std::make_shared<Loaded>(
+        Loaded{detail::LoadedKernel::load(ck.cubin, ck.plan.entry_names()), ck.plan, ck.source});
   }
 }
 

@@ -13,24 +13,25 @@ namespace mxjit::detail {
 
 /// The loaded library and the per-context function cache.
 struct LoadedKernel::State {
-  /// The function of one context and what was opted into for it: dynamic shared memory, and
-  /// clusters past the portable 8 CTAs.
+  /// The function of one kernel in one context and what was opted into for it: dynamic shared
+  /// memory, and clusters past the portable 8 CTAs.
   struct Entry {
     CUcontext ctx;
+    int index;  ///< which kernel of the module (LoadedKernel::load's entry names)
     CUfunction fn;
     unsigned smem_optin;
     bool wide_clusters = false;
     unsigned resident = 0, resident_threads = 0, resident_smem = 0;  ///< resident_ctas(), once computed
   };
-  /// The entry of the current context (created on first use), its dynamic shared memory opted
-  /// into up to `smem_bytes` and, for `cluster` > 8, the non-portable cluster size. Call with
-  /// `mutex` held.
-  Entry& entry(unsigned smem_bytes, unsigned cluster = 0);
+  /// The entry of kernel `index` in the current context (created on first use), its dynamic
+  /// shared memory opted into up to `smem_bytes` and, for `cluster` > 8, the non-portable cluster
+  /// size. Throws UsageError for an index past the entry names. Call with `mutex` held.
+  Entry& entry(unsigned smem_bytes, unsigned cluster = 0, int index = 0);
   CUlibrary library = nullptr;
-  CUkernel kernel = nullptr;
-  std::string name;
+  std::vector<CUkernel> kernels;  ///< one per entry name
+  std::vector<std::string> names;
   std::mutex mutex;
-  std::vector<Entry> entries;  ///< few contexts: a linear scan is fastest
+  std::vector<Entry> entries;  ///< few contexts and kernels: a linear scan is fastest
 
   ~State() {
     if (library) Driver::get().cuLibraryUnload(library);  // errors ignored in a destructor
@@ -43,13 +44,19 @@ LoadedKernel& LoadedKernel::operator=(LoadedKernel&&) noexcept = default;
 LoadedKernel::~LoadedKernel() = default;
 
 LoadedKernel LoadedKernel::load(std::string_view cubin, const std::string& kernel_name) {
-  Driver& d = Driver::get();
+  return load(cubin, std::vector<std::string>{kernel_name});
+}
+
+LoadedKernel LoadedKernel::load(std::string_view cubin, const std::vector<std::string>& entry_names) {
   if (cubin.empty()) throw UsageError("LoadedKernel::load: the cubin is empty");
+  if (entry_names.empty()) throw UsageError("LoadedKernel::load: no entry name");
+  Driver& d = Driver::get();
   auto state = std::make_unique<State>();
-  state->name = kernel_name;
+  state->names = entry_names;
   d.check(d.cuLibraryLoadData(&state->library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
           "cuLibraryLoadData");
-  d.check(d.cuLibraryGetKernel(&state->kernel, state->library, kernel_name.c_str()), "cuLibraryGetKernel");
+  for (const std::string& n : entry_names)
+    d.check(d.cuLibraryGetKernel(&state->kernels.emplace_back(), state->library, n.c_str()), "cuLibraryGetKernel");
   LoadedKernel k;
   k.state_ = std::move(state);
   return k;
@@ -57,27 +64,30 @@ LoadedKernel LoadedKernel::load(std::string_view cubin, const std::string& kerne
 
 const std::string& LoadedKernel::name() const noexcept {
   static const std::string kEmpty;
-  return state_ ? state_->name : kEmpty;
+  return state_ ? state_->names[0] : kEmpty;
 }
 
-LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes, unsigned cluster) {
+LoadedKernel::State::Entry& LoadedKernel::State::entry(unsigned smem_bytes, unsigned cluster, int index) {
+  if (index < 0 || size_t(index) >= kernels.size())
+    throw UsageError(
+        fmt::format("LoadedKernel: entry {} of a module of {} kernels ({})", index, kernels.size(), names[0]));
   Driver& d = Driver::get();
   CUcontext ctx = nullptr;
   d.check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
   if (!ctx) ctx = current_context();
   Entry* e = nullptr;
   for (auto& x : entries)
-    if (x.ctx == ctx) {
+    if (x.ctx == ctx && x.index == index) {
       e = &x;
       break;
     }
   if (!e) {
     CUfunction f = nullptr;
-    d.check(d.cuKernelGetFunction(&f, kernel), "cuKernelGetFunction");
+    d.check(d.cuKernelGetFunction(&f, kernels[size_t(index)]), "cuKernelGetFunction");
     // The dynamic shared memory it takes without opting in: 48 KiB less its static shared memory.
     int allowed = 0;
     d.check(d.cuFuncGetAttribute(&allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute");
-    e = &entries.emplace_back(Entry{ctx, f, unsigned(allowed)});
+    e = &entries.emplace_back(Entry{ctx, index, f, unsigned(allowed)});
   }
   if (smem_bytes > e->smem_optin) {
     d.check(d.cuFuncSetAttribute(e->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem_bytes)),
@@ -116,20 +126,21 @@ void launch_function(void* function, Dim3 grid, Dim3 block, unsigned smem_bytes,
   d.check(d.cuLaunchKernelEx(&cfg, fn, args, nullptr), "cuLaunchKernelEx (cluster dimension)");
 }
 
-void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster) const {
+void LoadedKernel::launch(Dim3 grid, Dim3 block, unsigned smem_bytes, uint64_t stream, void** args, unsigned cluster,
+                          int entry) const {
   if (!state_) throw UsageError("LoadedKernel::launch: no kernel is loaded");
   CUfunction fn = nullptr;
   {
     std::lock_guard lock(state_->mutex);
-    fn = state_->entry(smem_bytes, cluster).fn;
+    fn = state_->entry(smem_bytes, cluster, entry).fn;
   }
   launch_function(fn, grid, block, smem_bytes, stream, args, cluster);
 }
 
-std::pair<void*, void*> LoadedKernel::function(unsigned smem_bytes, unsigned cluster) const {
+std::pair<void*, void*> LoadedKernel::function(unsigned smem_bytes, unsigned cluster, int entry) const {
   if (!state_) throw UsageError("LoadedKernel::function: no kernel is loaded");
   std::lock_guard lock(state_->mutex);
-  const State::Entry& e = state_->entry(smem_bytes, cluster);
+  const State::Entry& e = state_->entry(smem_bytes, cluster, entry);
   return {static_cast<void*>(e.ctx), static_cast<void*>(e.fn)};
 }
 

@@ -41,6 +41,7 @@ struct PreparedLaunch::State {
   unsigned tiles = 0;        ///< a persistent kernel's grid before the cap (another context recomputes it)
   bool persistent = false;
   unsigned cluster = 0;      ///< CTAs per cluster chosen at launch, 0 for a plain launch (Launch::cluster)
+  int entry = 0;             ///< which of the module's kernels runs (Launch::entry)
   unsigned threads = 0, smem = 0;
   std::optional<PreparedLaunch> prepass;
   std::vector<int> prepass_inputs;
@@ -176,15 +177,16 @@ PreparedLaunch make_prepared(PreparedParts&& parts) {
   if (int(w.size()) != plan.params.words())
     throw Error(fmt::format("mxjit internal: {} parameter words for a layout of {}", w.size(), plan.params.words()));
   s->threads = unsigned(plan.threads);
-  s->smem = unsigned(plan.smem_bytes);
+  s->smem = unsigned(launch.smem_bytes >= 0 ? launch.smem_bytes : plan.smem_bytes);
   std::copy(std::begin(launch.grid), std::end(launch.grid), s->grid);
   s->persistent = launch.persistent;
   s->cluster = launch.cluster;
+  s->entry = launch.entry;
   s->tiles = launch.grid[0];
   if (s->kernel) {
     // Persistent CTAs walk the tiles: as many as the GPU holds at once.
     if (launch.persistent) s->grid[0] = std::min(s->grid[0], s->kernel->resident_ctas(s->threads, s->smem));
-    std::tie(s->context, s->function) = s->kernel->function(s->smem, s->cluster);
+    std::tie(s->context, s->function) = s->kernel->function(s->smem, s->cluster, s->entry);
   }
   return PreparedLaunch(std::move(s));
 }
@@ -247,7 +249,7 @@ void PreparedLaunch::operator()(uint64_t stream, std::span<const uint64_t> ptrs,
   if (!s.kernel) throw UsageError("PreparedLaunch: prepared without a GPU, its kernel not loaded: fill_words only");
   // Another context than at prepare: its function (and persistent grid) looked up there.
   unsigned grid_x = s.persistent ? std::min(s.tiles, s.kernel->resident_ctas(s.threads, s.smem)) : s.grid[0];
-  s.kernel->launch({grid_x, s.grid[1], s.grid[2]}, {s.threads, 1, 1}, s.smem, stream, args, s.cluster);
+  s.kernel->launch({grid_x, s.grid[1], s.grid[2]}, {s.threads, 1, 1}, s.smem, stream, args, s.cluster, s.entry);
 }
 
 }  // namespace mxjit

@@ -12,6 +12,7 @@
 
 #include "bench/blockwise.hpp"
 #include "codegen/emit.hpp"
+#include "codegen/values.hpp"
 #include "support/compile_variants.hpp"
 
 using namespace mxjit;
@@ -68,6 +69,25 @@ TEST_CASE("blockwise bench rows: the peers' layouts and definitions, output by o
   REQUIRE(both.outputs().size() == 4);
   CHECK(both.outputs()[1].layout == layout::gemm_ready_2d());
   CHECK(both.outputs()[3].layout == layout::gemm_ready_2d_t());
+  // The kernel's banner: a pipeline without a text form prints its IR, each scale written out once
+  // (`let sN`) and named where the outputs use it (the dual cast's two scales: four uses each).
+  const std::string src = generate(dual, Target::parse("sm_90a"), default_stride_class(dual)).source;
+  const std::string banner = src.substr(0, src.find("// ====", src.find("// pipeline (IR)")));
+  REQUIRE(banner.find("// pipeline (IR)") != std::string::npos);
+  const ValueSet v = collect_values(dual);
+  REQUIRE(v.scales.size() == 2);
+  for (const NodePtr& sn : v.scales) {
+    const std::string t = canonical(sn);
+    CAPTURE(banner);
+    const size_t at = banner.find(t);
+    REQUIRE(at != std::string::npos);
+    CHECK(banner.find(t, at + 1) == std::string::npos);
+    const size_t let = banner.rfind("let s", at);  // its one place: a let's line
+    CHECK((let != std::string::npos && banner.find('\n', let) > at));
+  }
+  CHECK(banner.find("let s0 = ") < banner.find("  out "));
+  CHECK(banner.find("let s1 = ") < banner.find("  out "));
+  CHECK(banner.find("  out s ") != std::string::npos);
 }
 
 TEST_CASE("blockwise bench rows: no spills on sm_90a, and the 1x128 casts compute one scale a lane") {

@@ -45,17 +45,21 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     CHECK(k.plan.jagged().vector);
     CHECK(k.plan.jagged().cols_per_cta == 64);
     // Shared memory caps CTAs per SM at ctas_per_sm (2): 3 CTAs and their reserved 1 KiB overflow 228 KiB.
-    CHECK(k.plan.jagged().cluster == 1);
+    // A 2-byte input has two kernels, a CTA a group and a 2-CTA cluster (JaggedPlan::plain).
+    const bool two = dt != DType::f32;
+    CHECK(k.plan.jagged().cluster == (two ? 2 : 1));
+    CHECK(k.plan.jagged().plain.has_value() == two);
     CHECK(k.plan.ctas_per_sm == 2);
     CHECK(k.plan.jagged().rows_in_flight == 8);
     CHECK(3 * (k.plan.smem_bytes + 1024) > 233472);
     CHECK(2 * (k.plan.smem_bytes + 1024) <= 233472);
-    // The rest of the shared memory caches the group's first rows: 884 bf16 rows of 64 columns.
-    CHECK(k.plan.jagged().cached_rows == (dt == DType::f32 ? 442 : 884));
+    // The rest of the shared memory caches the group's first rows: 879 bf16 rows of 64 columns
+    // ((233472 / 2 - 1024 - (8 + 2 + 2) x 64 maxima x 4 bytes - 16 for the barrier) / 128), 442 f32.
+    CHECK(k.plan.jagged().cached_rows == (dt == DType::f32 ? 442 : 879));
     CHECK(k.source.find("cache[") != std::string::npos);
     CHECK(k.source.find("mx_ld16") != std::string::npos);
     CHECK(k.source.find("Pass 2") != std::string::npos);
-    CHECK(k.source.find("__cluster_dims__") == std::string::npos);
+    CHECK(k.source.find("__cluster_dims__") == (two ? k.source.find("__cluster_dims__(2, 1, 1) ") : std::string::npos));
     // A cluster of 4 CTAs (a tuning, sm_90+) splits each group's rows: 4 CTAs per SM by default,
     // 4 rows in flight (8 spill at 64 registers; 1 of f32, where 2 spill; 3 of f16), 419 bf16 rows cached by
     // each (x 4 CTAs).
@@ -151,13 +155,128 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
                        doctest::Contains("a cluster of more than 8 CTAs applies to whole axes only"), UsageError);
 }
 
+TEST_CASE("jagged groups: two kernels, a cluster for large groups and a CTA for small ones, chosen at launch") {
+  const Target t = Target::parse("sm_90a");
+  const Pipeline p = jagged(DType::bf16, e4m3, true);
+  const GeneratedKernel k = generate(p, t, order(1));
+  const JaggedPlan& j = k.plan.jagged();
+  REQUIRE(j.plain.has_value());
+  // The cluster kernel: 2 CTAs an SM, 8 rows in flight, 879 cached rows each.
+  CHECK(j.cluster == 2);
+  CHECK(k.plan.ctas_per_sm == 2);
+  CHECK(j.rows_in_flight == 8);
+  CHECK(j.cached_rows == 879);
+  // The plain kernel: 4 CTAs an SM (64 registers), 4 rows in flight, 2 cached rows a step, and
+  // (233472 / 4 - 1024 - (8 + 2) x 64 maxima x 4 bytes) / 128 = 428 cached rows.
+  CHECK(j.plain->ctas_per_sm == 4);
+  CHECK(j.plain->rows_in_flight == 4);
+  CHECK(j.plain->cached_rows_per_step == 2);
+  CHECK(j.plain->cached_rows == 428);
+  CHECK(j.plain->smem_bytes == 2560 + 428 * 128);
+  // Each kernel has its cluster and its row cache compiled in; the launch chooses the entry.
+  const std::vector<std::string> entries = k.plan.entry_names();
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0] == k.plan.kernel_name);
+  CHECK(entries[1] == k.plan.kernel_name + "_cluster");
+  const size_t plain_at =
+      k.source.find("extern \"C\" __global__ void __launch_bounds__(256, 4) " + entries[0] + "(const MxParams P) {");
+  const size_t cluster_at =
+      k.source.find("extern \"C\" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2) " + entries[1] +
+                    "(const MxParams P) {");
+  REQUIRE(plain_at != std::string::npos);
+  REQUIRE(cluster_at != std::string::npos);
+  CHECK(plain_at < cluster_at);
+  CHECK(k.source.find("mx_cluster_", plain_at) > cluster_at);  // the plain kernel: no cluster code
+  CHECK(k.source.find("row_e - row_s < 428 ? row_e : row_s + 428", plain_at) < cluster_at);
+  CHECK(k.source.find("row_e - row_s < 879 ? row_e : row_s + 879", cluster_at) != std::string::npos);
+  CHECK(k.source.find("mx_cluster_size()") == std::string::npos);
+  CHECK(k.source.find("q = blockIdx.x % 2;") != std::string::npos);
+  CHECK(k.plan.str().find("a plain kernel: ctas_per_sm=4 smem=57344 cached_rows=428") != std::string::npos);
+  // The launch: the cluster where the groups' mean size passes the plain kernel's cache (428 rows).
+  const int64_t cr = j.plain->cached_rows, tiles_c = (7168 + 63) / 64;
+  for (auto [rows, groups, cluster] : {std::array<int64_t, 3>{16384, 16, 2},
+                                       {16384, 64, 0},
+                                       {16 * cr, 16, 0},
+                                       {16 * cr + 1, 16, 2},
+                                       {cr, 0, 0},
+                                       {cr + 1, 0, 2},
+                                       {cr + 1, 1, 2}}) {
+    CAPTURE(rows);
+    CAPTURE(groups);
+    const Launch l = k.plan.launch({rows, 7168}, groups);
+    CHECK(l.entry == (cluster ? 1 : 0));
+    CHECK(l.smem_bytes == (cluster ? -1 : j.plain->smem_bytes));
+    CHECK(l.cluster == 0u);  // fixed by __cluster_dims__
+    CHECK(l.grid[0] == unsigned(tiles_c * (cluster ? 2 : 1)));
+    CHECK(l.grid[1] == unsigned(groups + 1));
+    CHECK(l.tiles_c == tiles_c);
+  }
+  // A schedule's cluster is fixed (one kernel, __cluster_dims__); so is cluster=1 (no cluster).
+  const GeneratedKernel k2 = generate(p, t, order(1), Schedule{.cluster = 2});
+  CHECK(!k2.plan.jagged().plain);
+  CHECK(k2.plan.ctas_per_sm == 4);
+  CHECK(k2.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
+  CHECK(k2.plan.launch({16384, 7168}, 64).cluster == 0);
+  CHECK(k2.plan.launch({16384, 7168}, 64).grid[0] == unsigned(2 * tiles_c));
+  CHECK(k2.plan.launch({16384, 7168}, 64).smem_bytes == -1);
+  const GeneratedKernel k1 = generate(p, t, order(1), Schedule{.cluster = 1});
+  CHECK(!k1.plan.jagged().plain);
+  CHECK(k1.plan.jagged().cluster == 1);
+  CHECK(k1.plan.jagged().cached_rows == 884);
+  CHECK(k1.plan.entry_names().size() == 1);
+  CHECK(k1.source.find("_cluster(") == std::string::npos);
+  CHECK(k1.plan.launch({16384, 7168}, 16).grid[0] == unsigned(tiles_c));
+  // A schedule's CTAs per SM (and its other fields) hold for both kernels.
+  const GeneratedKernel kt = generate(p, t, order(1), Schedule{.tile_cols = 128, .ctas_per_sm = 1});
+  REQUIRE(kt.plan.jagged().plain.has_value());
+  CHECK(kt.plan.ctas_per_sm == 1);
+  CHECK(kt.plan.jagged().plain->ctas_per_sm == 1);
+  CHECK(kt.plan.jagged().cols_per_cta == 128);
+  // One kernel where there are no clusters (sm_89), for FP32 inputs and for column-major codes.
+  CHECK(!generate(p, Target::parse("sm_89"), order(1)).plan.jagged().plain);
+  CHECK(!generate(jagged(DType::f32, e4m3, true), t, order(1)).plan.jagged().plain);
+  CHECK(!generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1)).plan.jagged().plain);
+  CHECK(generate(jagged(DType::f16, e5m2, false), Target::parse("sm_100a"), order(1)).plan.jagged().plain.has_value());
+  // A prologue or stochastic rounding keeps the plain kernel at 2 CTAs an SM (at 4, 64 registers, f16
+  // with GELU spills 28 bytes, stochastic rounding 104: the next case compiles them).
+  const Pipeline gelu = jagged(DType::f16, e5m2, false, 0, layout::row_major(), true);
+  const Pipeline sr = jagged(DType::bf16, e4m3, false, 0, layout::row_major(), false, Round::stochastic);
+  CHECK(generate(gelu, t, order(1)).plan.jagged().plain->ctas_per_sm == 2);
+  CHECK(generate(sr, t, order(1)).plan.jagged().plain->ctas_per_sm == 2);
+  CHECK(generate(jagged(DType::f16, e5m2, false), t, order(1)).plan.jagged().plain->ctas_per_sm == 4);
+}
+
+TEST_CASE("jagged groups: neither of the two kernels spills, and both compile for sm_90a and sm_100a" *
+          doctest::test_suite("slow")) {
+  const Target t = Target::parse("sm_90a");
+  const Pipeline p = jagged(DType::bf16, e4m3, true);
+  const Pipeline gelu = jagged(DType::f16, e5m2, false, 0, layout::row_major(), true);
+  const Pipeline sr = jagged(DType::bf16, e4m3, false, 0, layout::row_major(), false, Round::stochastic);
+  // ptxas reports each kernel of the module.
+  for (const Pipeline& q : {p, gelu, sr, jagged(DType::f16, e5m2, false)}) {
+    CompileOptions o;
+    o.resource_usage = true;
+    const CompiledKernel ck = compile(q, t, order(1), o);
+    int reports = 0;
+    for (size_t at = ck.log.find("bytes spill stores"); at != std::string::npos;
+         at = ck.log.find("bytes spill stores", at + 1)) {
+      ++reports;
+      CHECK(ck.log.compare(ck.log.rfind(',', at) + 1, 2, " 0") == 0);
+    }
+    CHECK_MESSAGE(reports == 2, ck.log);
+  }
+  CHECK(test::compile_variants({{"bf16 e4m3 two kernels", p, order(1)}}) == 2);
+}
+
 TEST_CASE("jagged groups, vector kernel: the row cache is filled with cp.async; every candidate schedule compiles" *
           doctest::test_suite("slow")) {
   const Target t = Target::parse("sm_90a");
   for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
     CAPTURE(dtype_name(dt));
     const std::string src = generate(jagged(dt, e4m3, true), t, order(1)).source;
-    const std::string kernel = src.substr(src.find("extern \"C\" __global__"));
+    // The kernel, or the plain one of two (2-byte inputs: JaggedPlan::plain).
+    const size_t begin = src.find("extern \"C\" __global__"), end = src.find("_cluster(const MxParams P) {");
+    const std::string kernel = src.substr(begin, end == std::string::npos ? end : end - begin);
     // Pass 1 copies each cached row of a thread with one 16-byte cp.async (two of f32: 8 columns
     // of 4 bytes), cut to the columns inside the tensor (zero-filled past n_c), then waits for
     // its own copies before reading them back: no barrier.

@@ -34,6 +34,10 @@ TEST_CASE("without a GPU: clear reason, typed errors, no crash") {
   CHECK_THROWS_AS(make_current(0), CudaError);
   CHECK_THROWS_AS(Stream::create(), CudaError);
   CHECK_THROWS_AS(LoadedKernel::load(std::string("\x7f" "ELF...."), "k"), CudaError);
+  CHECK_THROWS_WITH_AS(LoadedKernel::load(std::string("\x7f"
+                                                      "ELF...."),
+                                          std::vector<std::string>{}),
+                       doctest::Contains("no entry name"), UsageError);
   bool enqueued = false;
   CHECK_THROWS_AS(Graph::capture(uint64_t(1), [&] { enqueued = true; }), CudaError);
   CHECK_FALSE(enqueued);
@@ -182,6 +186,33 @@ extern "C" __global__ void smem_copy(int* out, int n) {
     bool ok = true;
     for (int i = 0; i < n; ++i) ok = ok && host[i] == n - 1 - i + 7;
     CHECK(ok);
+  }
+
+  TEST_CASE("a module of two kernels: each entry launches its own, with its own shared memory") {
+    MXJIT_REQUIRE_GPU();
+    LoadedKernel k = LoadedKernel::load(compile_for_device(), std::vector<std::string>{"times_two", "smem_copy"});
+    CHECK(k.name() == "times_two");
+    int n = 20000;  // 80000 bytes of shared memory for smem_copy: opted into for entry 1 only
+    DeviceBuffer out = DeviceBuffer::alloc(n * sizeof(int));
+    uint64_t p = out.ptr();
+    void* args[] = {&p, &n};
+    std::vector<int> host(n);
+    for (int entry : {1, 0, 1}) {
+      out.fill(0xFF);
+      if (entry == 1) k.launch({1, 1, 1}, {256, 1, 1}, static_cast<unsigned>(n * sizeof(int)), 0, args, 0, 1);
+      else
+        k.launch({unsigned((n + 255) / 256), 1, 1}, {256, 1, 1}, 0, 0, args);
+      Stream::null().synchronize();
+      out.download(host.data(), n * sizeof(int));
+      bool ok = true;
+      for (int i = 0; i < n; ++i) ok = ok && host[i] == (entry == 1 ? n - 1 - i + 7 : 2 * i);
+      CHECK_MESSAGE(ok, "entry " << entry);
+    }
+    CHECK(k.function(0, 0, 1).second != k.function(0, 0, 0).second);
+    CHECK_THROWS_WITH_AS(k.launch({1, 1, 1}, {32, 1, 1}, 0, 0, args, 0, 2),
+                         doctest::Contains("entry 2 of a module of 2 kernels"), UsageError);
+    CHECK_THROWS_AS(LoadedKernel::load(compile_for_device(), std::vector<std::string>{"times_two", "no_such_kernel"}),
+                    CudaError);
   }
 
   TEST_CASE("Graph: capture launches once, replay them; uncapturable calls fail by name") {
