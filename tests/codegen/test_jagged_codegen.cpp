@@ -194,13 +194,14 @@ TEST_CASE("jagged groups: two kernels, a cluster for large groups and a CTA for 
   CHECK(k.plan.str().find("a plain kernel: ctas_per_sm=4 smem=57344 cached_rows=428") != std::string::npos);
   // The launch: the cluster where the groups' mean size passes the plain kernel's cache (428 rows).
   const int64_t cr = j.plain->cached_rows, tiles_c = (7168 + 63) / 64;
-  for (auto [rows, groups, cluster] : {std::array<int64_t, 3>{16384, 16, 2},
+  for (const std::array<int64_t, 3>& c : {std::array<int64_t, 3>{16384, 16, 2},
                                        {16384, 64, 0},
                                        {16 * cr, 16, 0},
                                        {16 * cr + 1, 16, 2},
                                        {cr, 0, 0},
                                        {cr + 1, 0, 2},
                                        {cr + 1, 1, 2}}) {
+    const int64_t rows = c[0], groups = c[1], cluster = c[2];
     CAPTURE(rows);
     CAPTURE(groups);
     const Launch l = k.plan.launch({rows, 7168}, groups);
