@@ -144,6 +144,17 @@ void defer_decls(Ctx& x, std::vector<Decl> decls);
 /// Resolves every defer_decls marker of `x.out`, last first (a kept statement may read an
 /// earlier list's name).
 void finish_decls(Ctx& x);
+/// Emits a kernel under another plan, in a Ctx of its own whose declarations it finishes, and
+/// returns its text: a module's second kernel (the token groups' plain kernel), or the across form,
+/// whose body the jagged emitter writes under relabelled axes.
+template <class Body>
+std::string emit_under(const Ctx& x, const Plan& plan, bool direct, Body&& body) {
+  Ctx y{x.p, x.target, x.sc, plan, x.v, {}, x.vec};
+  y.direct = direct;
+  body(y);
+  finish_decls(y);
+  return std::move(y.out);
+}
 /// True where a scales output stores scale s (someone reads its byte<s> or sval<s>).
 bool scale_stored(const Ctx& x, int s);
 /// True where a codes output is cast with scale s (someone reads its mult<s> and flag<s>).

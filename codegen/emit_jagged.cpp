@@ -632,11 +632,9 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   pp.ctas_per_sm = jp.plain->ctas_per_sm;
   pp.smem_bytes = jp.plain->smem_bytes;
   pp.kernel = plain;
-  Ctx y{x.p, x.target, x.sc, pp, x.v, {}, x.vec};
-  y.direct = x.direct;
-  emit_jagged_vector_body(y, plain, whole, entry(pp, plain, x.plan.kernel_name));
-  finish_decls(y);
-  x.out += y.out + "\n";
+  x.out += emit_under(x, pp, x.direct,
+                      [&](Ctx& y) { emit_jagged_vector_body(y, plain, whole, entry(pp, plain, x.plan.kernel_name)); }) +
+           "\n";
   emit_jagged_vector_body(x, clustered, whole, entry(x.plan, clustered, x.plan.kernel_name + "_cluster"));
 }
 
@@ -650,10 +648,7 @@ void emit_jagged_kernel(Ctx& x) {
 void emit_whole_columns_kernel(Ctx& x) {
   const RowsPlan& r = x.plan.rows();
   const Plan cp = rows_columns_axes(x.plan, r.across_axis);
-  Ctx y{x.p, x.target, x.sc, cp, x.v, {}, x.vec};
-  y.direct = true;
-  emit_jagged_vector(y, *r.columns, true);
-  x.out += y.out;
+  x.out += emit_under(x, cp, true, [&](Ctx& y) { emit_jagged_vector(y, *r.columns, true); });
 }
 
 }  // namespace mxjit::detail

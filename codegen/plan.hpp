@@ -223,7 +223,7 @@ struct Launch {
   unsigned cluster = 0;
   /// Which kernel of the module runs: an index into Plan::entry_names() (0: Plan::kernel_name).
   int entry = 0;
-  /// Its dynamic shared memory (and CTA shape) where it is not Plan::smem_bytes; -1 where it is.
+  /// Its dynamic shared memory where it is not Plan::smem_bytes (both entries take Plan::threads); -1 where it is.
   int smem_bytes = -1;
 };
 

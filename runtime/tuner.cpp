@@ -48,11 +48,13 @@ std::vector<Schedule> schedule_candidates(const Pipeline& p, const Target& t, co
   if (base.kind == KernelKind::jagged) {
     // The vector kernel: columns per CTA x rows in flight per thread x CTAs per SM (the cap that
     // keeps a CTA's rows in L2 between its two passes); the scalar kernel: rows in flight.
-    // With clusters (sm_90+), CTAs per group too: more CTAs per SM, each caching fewer rows.
+    // With clusters (sm_90+), CTAs per group too: more CTAs per SM, each caching fewer rows. The
+    // one-CTA candidates say cluster=1: without it, row-major codes plan two kernels (JaggedPlan::plain).
     if (base.jagged().vector) {
       for (int w : {32, 64, 128})
         for (int u : {4, 8})
-          for (int mb : {1, 2, 3, 4}) add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .rows_in_flight = u});
+          for (int mb : {1, 2, 3, 4})
+            add(Schedule{.tile_cols = w, .ctas_per_sm = mb, .rows_in_flight = u, .cluster = 1});
       if (t.sm() >= 90)
         for (int k : {2, 4, 8})
           for (int w : {64, 128})

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,21 @@ TEST_CASE("jagged groups: two kernels, a cluster for large groups and a CTA for 
   CHECK(generate(gelu, t, order(1)).plan.jagged().plain->ctas_per_sm == 2);
   CHECK(generate(sr, t, order(1)).plan.jagged().plain->ctas_per_sm == 2);
   CHECK(generate(jagged(DType::f16, e5m2, false), t, order(1)).plan.jagged().plain->ctas_per_sm == 4);
+  // The tuner measures both: the default's two kernels, and one kernel at 1-4 CTAs an SM for each
+  // tile width and rows in flight (cluster=1), beside the fixed clusters.
+  int two_kernels = 0, one_cta = 0;
+  std::set<std::pair<int, int>> widths_ctas;
+  for (const Schedule& s : schedule_candidates(p, t, order(1))) {
+    const Plan pl = make_plan(p, t, order(1), s);
+    if (pl.jagged().plain) ++two_kernels;
+    if (!pl.jagged().plain && pl.jagged().cluster == 1) {
+      ++one_cta;
+      widths_ctas.insert({pl.jagged().cols_per_cta, pl.ctas_per_sm});
+    }
+  }
+  CHECK(two_kernels == 1);
+  CHECK(one_cta >= 24);
+  CHECK(widths_ctas.size() == 12);
 }
 
 TEST_CASE("jagged groups: neither of the two kernels spills, and both compile for sm_90a and sm_100a" *
