@@ -82,6 +82,15 @@ std::string nvrtc_options_text(const std::string& arch) {
   return fmt::format("{}", fmt::join(nvrtc_base_options(arch), " "));
 }
 
+std::vector<std::string> plan_nvrtc_options(const Plan& plan) {
+  const size_t n = plan.entry_names().size();
+  if (n < 2) return {};
+  for (const std::string& o : env_nvrtc_options())
+    if (o.find("split-compile") != std::string::npos) return {};
+  // The token groups' two-kernel module: about 27% less cold compile (docs/perf-log.md#split-compile).
+  return {fmt::format("--split-compile={}", n)};
+}
+
 StrideClass default_stride_class(const Pipeline& p) {
   StrideClass sc;
   for (const InputDecl& in : p.inputs()) {
@@ -125,7 +134,9 @@ CompiledKernel compile(const Pipeline& p, const Target& target, const StrideClas
   parts.generator_version = kGeneratorVersion;
   parts.source = k.source;
   for (const NvrtcHeader& h : headers) parts.headers += h.name + '\0' + h.text + '\0';
+  const std::vector<std::string> plan_options = plan_nvrtc_options(k.plan);
   parts.options = nvrtc_options_text(target.arch);
+  for (const std::string& o : plan_options) parts.options += " " + o;
   parts.arch = target.arch;
   parts.toolchain_version = nvrtc_version_string();
   k.content_key = cache::content_key(parts);
@@ -158,6 +169,7 @@ CompiledKernel compile(const Pipeline& p, const Target& target, const StrideClas
   req.headers = headers;
   req.file_name = g.file_name;
   req.arch = target.arch;
+  req.extra_options = plan_options;
   req.want_ptx = options.want_ptx || !dump.empty();
   req.resource_usage = options.resource_usage;
   NvrtcOutput out = nvrtc_compile(req);

@@ -49,6 +49,11 @@ cache::DiskCache& disk_cache();
 /// nvrtc_base_options(arch) as one line, the options part of every cache key.
 std::string nvrtc_options_text(const std::string& arch);
 
+/// The options a plan adds to nvrtc_base_options (and to its cache key): for a module of several
+/// kernels, --split-compile=N, which runs NVVM's optimizations of its N kernels in parallel (one
+/// kernel's compile would only pay for the threads); none where MXJIT_NVRTC_OPTIONS sets it.
+std::vector<std::string> plan_nvrtc_options(const Plan& plan);
+
 /// Compiles `p` for `target` and stride class `sc`, through the disk cache.
 /// Throws UsageError (pipeline unsupported on GPU) or CompileError.
 CompiledKernel compile(const Pipeline& p, const Target& target, const StrideClass& sc,

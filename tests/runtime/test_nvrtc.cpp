@@ -7,7 +7,9 @@
 
 #include <unistd.h>
 
+#include "codegen/plan.hpp"
 #include "dsl/errors.hpp"
+#include "dsl/pipeline.hpp"
 #include "runtime/device.hpp"
 #include "runtime/compile.hpp"
 #include "runtime/nvrtc.hpp"
@@ -158,4 +160,38 @@ TEST_CASE("MXJIT_NVRTC_OPTIONS: appended to every compile and to the options tex
   CHECK(nvrtc_options_text("sm_90a").ends_with(" --fmad=false"));
   req.source = kTimesTwo;
   CHECK(is_elf(nvrtc_compile(req).cubin));
+}
+
+TEST_CASE("a module of several kernels compiles them in parallel: NVRTC's --split-compile") {
+  auto x = input("x", DType::bf16, rank(2));
+  auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
+  const Pipeline two = pipeline({output("q", cast(e4m3, x / sc)), output("s", sc)});  // row-major codes: two kernels on sm_90+
+  const Pipeline one = pipeline({output("q", cast(e4m3, x / sc), layout::col_major()), output("s", sc)});
+  const Target t = Target::parse("sm_90a");
+  const StrideClass order{{1, 0}, {true, false}};
+  const Plan p2 = make_plan(two, t, order), p1 = make_plan(one, t, order);
+  REQUIRE(p2.entry_names().size() == 2);
+  REQUIRE(p1.entry_names().size() == 1);
+  CHECK(plan_nvrtc_options(p2) == std::vector<std::string>{"--split-compile=2"});
+  CHECK(plan_nvrtc_options(p1).empty());  // one kernel: nothing to run in parallel
+  CHECK(plan_nvrtc_options(make_plan(two, Target::parse("sm_89"), order)).empty());
+  // Where MXJIT_NVRTC_OPTIONS says how, it stands alone.
+  ::setenv("MXJIT_NVRTC_OPTIONS", "--split-compile=1", 1);
+  CHECK(plan_nvrtc_options(p2).empty());
+  ::unsetenv("MXJIT_NVRTC_OPTIONS");
+  // The module compiles with it, both kernels in the cubin: the cubin MXJIT_NVRTC_OPTIONS's
+  // --split-compile=2 gives, not the one of --split-compile=1 (NVVM lays out the split kernels'
+  // blocks otherwise).
+  CompileOptions o;
+  o.resource_usage = true;  // an NVRTC compile, not a cache hit
+  const CompiledKernel k = compile(two, t, order, o);
+  CHECK(is_elf(k.cubin));
+  for (const std::string& e : p2.entry_names()) CHECK(k.cubin.find(e + '\0') != std::string::npos);
+  ::setenv("MXJIT_NVRTC_OPTIONS", "--split-compile=2", 1);
+  const CompiledKernel k2 = compile(two, t, order, o);
+  ::setenv("MXJIT_NVRTC_OPTIONS", "--split-compile=1", 1);
+  const CompiledKernel k1 = compile(two, t, order, o);
+  ::unsetenv("MXJIT_NVRTC_OPTIONS");
+  CHECK(k2.cubin == k.cubin);
+  CHECK(k1.cubin != k.cubin);
 }
