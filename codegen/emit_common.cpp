@@ -526,7 +526,8 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     for (int w = 0; w < words; ++w) {
       std::string v;
       for (int e = w * per_word; e < (w + 1) * per_word; e += 2)
-        v += fmt::format("{}(pr{} << {})", v.empty() ? "" : " | ", e / 2, (e % per_word) * bits);
+        v += (v.empty() ? "" : " | ") + ((e % per_word) * bits ? fmt::format("(pr{} << {})", e / 2, (e % per_word) * bits)
+                                                                : fmt::format("pr{}", e / 2));
       x.out += fmt::format("{}wd[{}] = {};\n", in, w, v);
     }
   };
@@ -594,7 +595,8 @@ void emit_packed_codes(Ctx& x, const NodePtr& q, int s, const std::string& src, 
     for (int w = 0; w < words; ++w) {
       std::string v;
       for (int j = 0; j < per_word; ++j)
-        v += fmt::format("{}((code[{}] & {}u) << {})", j ? " | " : "", w * per_word + j, (1 << bits) - 1, j * bits);
+        v += (j ? " | " : "") + (j ? fmt::format("((code[{}] & {}u) << {})", w * per_word + j, (1 << bits) - 1, j * bits)
+                                   : fmt::format("(code[{}] & {}u)", w * per_word + j, (1 << bits) - 1));
       x.out += fmt::format("{}wd[{}] = {};\n", ind, w, v);
     }
     if (per_column) apply_masks();

@@ -278,12 +278,15 @@ void emit_blocked_words(Ctx& x, int o) {
   x.out += fmt::format("    const bool st = row0 < rows && slot < pslots && lane % {}u < {}u;  // block 0 of its 4\n", 4 * G, G);
   for (int t = 0; t * G < U; ++t) {
     // Row u = t*G + j is byte u % 4 of word u / 4 (a select, not a dynamic index into registers).
-    x.out += fmt::format("    {{\n      const unsigned u = {}u + j;\n      mx_u32 mine = sb{}[{}];\n", t * G, o, t * G / 4);
+    x.out += fmt::format("    {{\n      const unsigned u = {};\n      mx_u32 mine = sb{}[{}];\n", t * G ? fmt::format("{}u + j", t * G) : "j", o,
+                         t * G / 4);
     for (int w = t * G / 4 + 1; w <= (std::min(U, t * G + G) - 1) / 4; ++w) x.out += fmt::format("      mine = u / 4u == {}u ? sb{}[{}] : mine;\n", w, o, w);
     x.out += "      mine = (mine >> (8u * (u % 4u))) & 0xffu;\n";
     x.out += "      mx_u32 w = 0u;\n";
-    for (int c = 0; c < 4; ++c)
-      x.out += fmt::format("      w |= __shfl_sync(0xffffffffu, mine, (lane & ~{}u) | {}u | j) << {};\n", 4 * G - 1, c * G, 8 * c);
+    for (int c = 0; c < 4; ++c) {
+      const std::string from = c ? fmt::format("(lane & ~{}u) | {}u | j", 4 * G - 1, c * G) : fmt::format("(lane & ~{}u) | j", 4 * G - 1);
+      x.out += fmt::format("      w |= __shfl_sync(0xffffffffu, mine, {}){};\n", from, c ? fmt::format(" << {}", 8 * c) : "");
+    }
     x.out += fmt::format("      const unsigned R = R0 + u * {}u;\n", pl.direct().row_step);
     std::string cond = fmt::format("st && j < {}u", std::min(G, U - t * G));
     if (ar < pl.direct().pad_rows) cond += " && R < Rp";

@@ -182,17 +182,21 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, bool fast_runs,
   x.out += fmt::format("  for (mx_i64 r = (row_s & ~mx_i64({0})) + {1} * rl; r < row_e; r += {2}) {{\n", R - 1, R, R * RL);
   // The chunk's codes into run[8][H] (rows from the cache pointer d where `fast`, else each row
   // by loads_row), at 4-space indent.
+  // Rows in groups of B (b: the group's first row), or all R at once (no group loop).
+  const bool one = B == R;
+  const std::string bu = one ? "u" : "b + u";
   auto encode_chunk = [&](bool fast) {
-    x.out += fmt::format("    mx_u32 cw[{}][2];  // codes of row b + u, columns 4k .. 4k+3 in cw[b + u][k]\n", R);
-    x.out += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; b += {}) {{\n", R, B);
+    x.out += fmt::format("    mx_u32 cw[{}][2];  // codes of row {}, columns 4k .. 4k+3 in cw[{}][k]\n", R, bu, bu);
+    if (!one) x.out += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; b += {}) {{\n", R, B);
+    const size_t group_at = x.out.size();  // the group loop's body, indented once it is written
     x.out += fmt::format("    mx_u32 w[{}][{}];\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", B, NW, B);
     if (fast) {
       for (int h = 0; h < NW / 4; ++h)
         x.out += fmt::format(
-            "      {{ const mx_v16 v = d[(b + u) * {}{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
-            TCW, h ? fmt::format(" + {}", h) : "", 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
+            "      {{ const mx_v16 v = d[{} * {}{}]; w[u][{}] = v.x; w[u][{}] = v.y; w[u][{}] = v.z; w[u][{}] = v.w; }}\n",
+            one ? "u" : "(b + u)", TCW, h ? fmt::format(" + {}", h) : "", 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3);
     } else {
-      x.out += "      const mx_i64 ix = r + b + u;\n" + loads_row();
+      x.out += "      const mx_i64 ix = r + " + bu + ";\n" + loads_row();
     }
     x.out += fmt::format("    }}\n#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", B);
     const size_t row_at = x.out.size();
@@ -203,8 +207,9 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, bool fast_runs,
           "      float mult0[8];\n#pragma unroll\n      for (int e = 0; e < 8; ++e) mult0[e] = s_mult[tc * 8 + e];\n";
     emit_packed_codes(
         x, q, 0, "val", 8, [&](int h) { return x.linear_index("", fmt::format("(c0 + e + {})", h)); }, "      ", true);
-    insert_used(x.out, row_at, {{fmt::format("ix{}", ar), fmt::format("      const mx_i64 ix{} = r + b + u;\n", ar)}});
-    x.out += "      cw[b + u][0] = wd[0];\n      cw[b + u][1] = wd[1];\n    }\n    }\n";
+    insert_used(x.out, row_at, {{fmt::format("ix{}", ar), fmt::format("      const mx_i64 ix{} = r + {};\n", ar, bu)}});
+    x.out += fmt::format("      cw[{0}][0] = wd[0];\n      cw[{0}][1] = wd[1];\n    }}\n", bu);
+    if (!one) x.out = x.out.substr(0, group_at) + indent_lines(x.out.substr(group_at), "  ", true) + "    }\n";
     x.out += fmt::format(
         "    // 4 x 4 byte transposes: run[e][h] = column e's codes of rows 4h .. 4h+3.\n    mx_u32 run[8][{}];\n", H);
     x.out += fmt::format(
@@ -508,7 +513,10 @@ void emit_jagged_vector_body(Ctx& x, const JaggedPlan& jp, bool whole, const std
     x.out += fmt::format(
         "  if (threadIdx.x == 0) mx_mbar_expect(s_bar, {} * {}u);  // the cluster's maxima, 4 bytes each\n  mx_cluster_wait();\n",
         KS, 4 * W);
-  x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{  // one column each\n    mx_u32 m = 0u;\n", W, pl.threads);
+  // A thread a column: a loop where the columns outnumber the threads.
+  const std::string per_column = W <= pl.threads ? fmt::format("  if (const int cw = threadIdx.x; cw < {}) {{", W)
+                                                 : fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{", W, pl.threads);
+  x.out += per_column + "  // one column each\n    mx_u32 m = 0u;\n";
   x.out += fmt::format("    for (int i = 0; i < {}; ++i) {{ const mx_u32 o_ = red[i * {} + cw]; m = o_ > m ? o_ : m; }}\n", NWARP, W);
   if (K > 1) {
     // This CTA's maxima into parts[q] of every CTA of the cluster (its own included); then the K
@@ -517,7 +525,7 @@ void emit_jagged_vector_body(Ctx& x, const JaggedPlan& jp, bool whole, const std
         "{}    for (unsigned j = 0; j < {}; ++j) mx_st_async_u32(s_parts + q * {} + cw, j, m, s_bar);\n  }}\n",
         at_launch ? "" : "#pragma unroll\n", at_launch ? KS : KS + "u", W);
     x.out += "  mx_mbar_wait_cluster(s_bar, 0);\n";
-    x.out += fmt::format("  for (int cw = threadIdx.x; cw < {}; cw += {}) {{\n    mx_u32 m = 0u;\n", W, pl.threads);
+    x.out += per_column + "\n    mx_u32 m = 0u;\n";
     x.out += fmt::format(
         "{}    for (unsigned j = 0; j < {}; ++j) {{ const mx_u32 o_ = s_parts[j * {} + cw]; m = o_ > m ? o_ : m; }}\n",
         at_launch ? "" : "#pragma unroll\n", at_launch ? KS : KS + "u", W);

@@ -5,10 +5,14 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "codegen/emit.hpp"
 #include "dsl/text.hpp"
@@ -84,4 +88,38 @@ TEST_CASE("golden generated sources (tests/codegen/golden; MXJIT_UPDATE_GOLDEN=1
       ++checked;
     }
   if (!update) CHECK(checked == 2 * int(std::size(kGoldens)));
+}
+
+TEST_CASE("generated sources carry no dead arithmetic: no shift by 0, no + 0, * 1, / 1, & 0, no constant if, no one-trip loop") {
+  // The goldens' casts, and those whose emitters write packed words, shuffled scale words and
+  // column-major runs: the places such terms came from.
+  std::vector<std::pair<std::string, StrideClass>> casts;
+  for (const Golden& g : kGoldens) casts.push_back({g.spec, g.sc});
+  const StrideClass rows_unit{{1, 0}, {true, false}};
+  for (const char* spec : {"bf16[2] -> fp8.e4m3 groups(0,offs) q:col_major", "f32[2] -> fp8.e5m2 groups(0,offs) q:col_major",
+                           "bf16[2] -> fp8.e4m3 blocks(0,whole) q:col_major", "bf16[2] -> fp8.e4m3 blocks(0,whole)",
+                           "bf16[2] -> fp8.e4m3 blocks(1,whole)", "bf16[2] -> mxfp8.e5m2 floor blocks(1,32) s:blocked128x4",
+                           "bf16[2] -> fp8.e4m3 scale(stored=div(fmax(amax,1e-10),448), factor=stored, apply=divide, "
+                           "clamp=ignore_nan(-448,448), amax_nan=ignore) blocks(1,128) q:row_major s:linear"})
+    casts.push_back({spec, rows_unit});
+  // ECMAScript: a literal 0 or 1 not followed by a fraction, a hex digit run or more digits.
+  const std::regex dead(R"((<< 0u?\b(?![.x]))|([+|] 0u?\b(?![.x])(?! *:))|(\* 1u?\b(?![.x]))|(/ 1u?\b(?![.x]))|(& 0u?\b(?![.x]))|)"
+                        R"((if \((true|false|1|0)\))|(for \(int (\w+) = 0; \9 < (\d+); \9 \+= \10\))|([=(] 0u? [+|] ))");
+  int n = 0;
+  for (const auto& c : casts)
+    for (const char* arch : {"sm_90a", "sm_100a"}) {
+      const std::string& spec = c.first;  // a local, not a binding: clang refuses those in CAPTURE
+      const Pipeline p = parse_pipeline(spec);
+      const StrideClass sc = c.second.unit_axis.empty() ? default_stride_class(p) : c.second;
+      const std::string src = generate(p, Target::parse(arch), sc).source;
+      std::smatch m;
+      CAPTURE(spec);
+      CAPTURE(arch);
+      if (std::regex_search(src, m, dead)) {
+        const size_t line = size_t(std::count(src.begin(), src.begin() + m.position(0), '\n')) + 1;
+        FAIL_CHECK("dead term '" << m.str(0) << "' at line " << line);
+      }
+      ++n;
+    }
+  CHECK(n == 2 * int(casts.size()));
 }

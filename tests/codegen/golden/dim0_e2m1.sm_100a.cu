@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_floor_bf16_fa25b32c
-// generator mxjit-gen-47  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-48  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(1,32) q:row_major s:linear
 // pipeline hash b0d8d425b4240104165a4b62ed1c9caa
 // plan
@@ -150,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
         const mx_u32 pr2 = mx_cvt_e2m1x2(y[4], y[5]);
         const mx_u32 pr3 = mx_cvt_e2m1x2(y[6], y[7]);
         mx_u32 wd[1];
-        wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+        wd[0] = pr0 | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
         if (flag0) {
           const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
           wd[0] = f_;
@@ -199,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_floo
         const mx_u32 pr2 = mx_cvt_e2m1x2(y[4], y[5]);
         const mx_u32 pr3 = mx_cvt_e2m1x2(y[6], y[7]);
         mx_u32 wd[1];
-        wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+        wd[0] = pr0 | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
         if (flag0) {
           const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
           wd[0] = f_;

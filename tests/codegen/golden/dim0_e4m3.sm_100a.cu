@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_89efbcd6
-// generator mxjit-gen-47  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-48  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:blocked128x4
 // pipeline hash 8159b9a3840e9498842013ac489d3017
 // plan
@@ -109,8 +109,8 @@ extern "C" __global__ void __launch_bounds__(256, 8) mxjit_direct_dim0_e4m3_rcei
       const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
       const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
       mx_u32 wd[2];
-      wd[0] = (pr0 << 0) | (pr1 << 16);
-      wd[1] = (pr2 << 0) | (pr3 << 16);
+      wd[0] = pr0 | (pr1 << 16);
+      wd[1] = pr2 | (pr3 << 16);
       if (flag0) {
         const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
         wd[0] = f_;

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e2m1_floor_bf16_c35f8282
-// generator mxjit-gen-47  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-48  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(0,32) q:col_major s:linear
 // pipeline hash 7dcf6902f261ee82d0c72693dd943979
 // plan
@@ -124,8 +124,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
             const mx_u32 pr6 = mx_cvt_e2m1x2(y[12], y[13]);
             const mx_u32 pr7 = mx_cvt_e2m1x2(y[14], y[15]);
             mx_u32 wd[2];
-            wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
-            wd[1] = (pr4 << 0) | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
+            wd[0] = pr0 | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+            wd[1] = pr4 | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
             if (flag0) {
               const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
               wd[0] = f_;
@@ -167,8 +167,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
             const mx_u32 pr6 = mx_cvt_e2m1x2(y[12], y[13]);
             const mx_u32 pr7 = mx_cvt_e2m1x2(y[14], y[15]);
             mx_u32 wd[2];
-            wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
-            wd[1] = (pr4 << 0) | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
+            wd[0] = pr0 | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+            wd[1] = pr4 | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
             if (flag0) {
               const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
               wd[0] = f_;
@@ -245,8 +245,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e2m1_flo
           const mx_u32 pr6 = mx_cvt_e2m1x2(y[12], y[13]);
           const mx_u32 pr7 = mx_cvt_e2m1x2(y[14], y[15]);
           mx_u32 wd[2];
-          wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
-          wd[1] = (pr4 << 0) | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
+          wd[0] = pr0 | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+          wd[1] = pr4 | (pr5 << 8) | (pr6 << 16) | (pr7 << 24);
           if (flag0) {
             const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
             wd[0] = f_;

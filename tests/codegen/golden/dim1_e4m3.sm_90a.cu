@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e4m3_rceil_bf16_ff99ca41
-// generator mxjit-gen-47  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-48  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(0,32) q:col_major s:blocked128x4
 // pipeline hash ba99be6fa7b6304aef22869f9976273c
 // plan
@@ -124,10 +124,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
             const mx_u32 pr6 = mx_cvt_e4m3x2(y[12], y[13]);
             const mx_u32 pr7 = mx_cvt_e4m3x2(y[14], y[15]);
             mx_u32 wd[4];
-            wd[0] = (pr0 << 0) | (pr1 << 16);
-            wd[1] = (pr2 << 0) | (pr3 << 16);
-            wd[2] = (pr4 << 0) | (pr5 << 16);
-            wd[3] = (pr6 << 0) | (pr7 << 16);
+            wd[0] = pr0 | (pr1 << 16);
+            wd[1] = pr2 | (pr3 << 16);
+            wd[2] = pr4 | (pr5 << 16);
+            wd[3] = pr6 | (pr7 << 16);
             if (flag0) {
               const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
               wd[0] = f_;
@@ -171,10 +171,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
             const mx_u32 pr6 = mx_cvt_e4m3x2(y[12], y[13]);
             const mx_u32 pr7 = mx_cvt_e4m3x2(y[14], y[15]);
             mx_u32 wd[4];
-            wd[0] = (pr0 << 0) | (pr1 << 16);
-            wd[1] = (pr2 << 0) | (pr3 << 16);
-            wd[2] = (pr4 << 0) | (pr5 << 16);
-            wd[3] = (pr6 << 0) | (pr7 << 16);
+            wd[0] = pr0 | (pr1 << 16);
+            wd[1] = pr2 | (pr3 << 16);
+            wd[2] = pr4 | (pr5 << 16);
+            wd[3] = pr6 | (pr7 << 16);
             if (flag0) {
               const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
               wd[0] = f_;
@@ -253,10 +253,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
           const mx_u32 pr6 = mx_cvt_e4m3x2(y[12], y[13]);
           const mx_u32 pr7 = mx_cvt_e4m3x2(y[14], y[15]);
           mx_u32 wd[4];
-          wd[0] = (pr0 << 0) | (pr1 << 16);
-          wd[1] = (pr2 << 0) | (pr3 << 16);
-          wd[2] = (pr4 << 0) | (pr5 << 16);
-          wd[3] = (pr6 << 0) | (pr7 << 16);
+          wd[0] = pr0 | (pr1 << 16);
+          wd[1] = pr2 | (pr3 << 16);
+          wd[2] = pr4 | (pr5 << 16);
+          wd[3] = pr6 | (pr7 << 16);
           if (flag0) {
             const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
             wd[0] = f_;

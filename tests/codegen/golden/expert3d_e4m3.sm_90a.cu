@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e4m3_rceil_bf16_489fa5d2
-// generator mxjit-gen-47  target sm_90a  stride class sc(2a)
+// generator mxjit-gen-48  target sm_90a  stride class sc(2a)
 // pipeline bf16[3] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:expert_col_major s:blocked128x4
 // pipeline hash 4f8164d3723f02942b8a6d490d52c4f4
 // plan
@@ -125,10 +125,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
             const mx_u32 pr6 = mx_cvt_e4m3x2(y[12], y[13]);
             const mx_u32 pr7 = mx_cvt_e4m3x2(y[14], y[15]);
             mx_u32 wd[4];
-            wd[0] = (pr0 << 0) | (pr1 << 16);
-            wd[1] = (pr2 << 0) | (pr3 << 16);
-            wd[2] = (pr4 << 0) | (pr5 << 16);
-            wd[3] = (pr6 << 0) | (pr7 << 16);
+            wd[0] = pr0 | (pr1 << 16);
+            wd[1] = pr2 | (pr3 << 16);
+            wd[2] = pr4 | (pr5 << 16);
+            wd[3] = pr6 | (pr7 << 16);
             if (flag0) {
               const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
               wd[0] = f_;
@@ -172,10 +172,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
             const mx_u32 pr6 = mx_cvt_e4m3x2(y[12], y[13]);
             const mx_u32 pr7 = mx_cvt_e4m3x2(y[14], y[15]);
             mx_u32 wd[4];
-            wd[0] = (pr0 << 0) | (pr1 << 16);
-            wd[1] = (pr2 << 0) | (pr3 << 16);
-            wd[2] = (pr4 << 0) | (pr5 << 16);
-            wd[3] = (pr6 << 0) | (pr7 << 16);
+            wd[0] = pr0 | (pr1 << 16);
+            wd[1] = pr2 | (pr3 << 16);
+            wd[2] = pr4 | (pr5 << 16);
+            wd[3] = pr6 | (pr7 << 16);
             if (flag0) {
               const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
               wd[0] = f_;
@@ -254,10 +254,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) mxjit_columns_dim1_e4m3_rce
           const mx_u32 pr6 = mx_cvt_e4m3x2(y[12], y[13]);
           const mx_u32 pr7 = mx_cvt_e4m3x2(y[14], y[15]);
           mx_u32 wd[4];
-          wd[0] = (pr0 << 0) | (pr1 << 16);
-          wd[1] = (pr2 << 0) | (pr3 << 16);
-          wd[2] = (pr4 << 0) | (pr5 << 16);
-          wd[3] = (pr6 << 0) | (pr7 << 16);
+          wd[0] = pr0 | (pr1 << 16);
+          wd[1] = pr2 | (pr3 << 16);
+          wd[2] = pr4 | (pr5 << 16);
+          wd[3] = pr6 | (pr7 << 16);
           if (flag0) {
             const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
             wd[0] = f_;

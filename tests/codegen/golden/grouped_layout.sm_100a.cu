@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_995bf1d5
-// generator mxjit-gen-47  target sm_100a  stride class sc(1a,0)
+// generator mxjit-gen-48  target sm_100a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan
@@ -118,8 +118,8 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e4m3_rcei
       const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
       const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
       mx_u32 wd[2];
-      wd[0] = (pr0 << 0) | (pr1 << 16);
-      wd[1] = (pr2 << 0) | (pr3 << 16);
+      wd[0] = pr0 | (pr1 << 16);
+      wd[1] = pr2 | (pr3 << 16);
       if (flag0) {
         const mx_u32 f_ = flag0 == 1u ? 0u : 0x7f7f7f7fu;
         wd[0] = f_;

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_jagged_groups_e4m3_fp32_bf16_38160a39
-// generator mxjit-gen-47  target sm_100a  stride class sc(1a,0)
+// generator mxjit-gen-48  target sm_100a  stride class sc(1a,0)
 // pipeline bf16[2] -> fp8.e4m3 groups(0,offs) q:row_major s:linear
 // pipeline hash 87ed1c9436b41b83753a60d144310026
 // plan
@@ -142,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_jagged_groups_e4m3_fp
     for (int e = 0; e < 8; ++e) red[(threadIdx.x >> 5) * 64 + tc * 8 + e] = m[e];
   }
   __syncthreads();
-  for (int cw = threadIdx.x; cw < 64; cw += 256) {  // one column each
+  if (const int cw = threadIdx.x; cw < 64) {  // one column each
     mx_u32 m = 0u;
     for (int i = 0; i < 8; ++i) { const mx_u32 o_ = red[i * 64 + cw]; m = o_ > m ? o_ : m; }
     mx_u32 flag = 0u;  // flag: 0 normal, 1 zero block, 2 NaN block
@@ -205,8 +205,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_jagged_groups_e4m3_fp
         const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
         const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
         mx_u32 wd[2];
-        wd[0] = (pr0 << 0) | (pr1 << 16);
-        wd[1] = (pr2 << 0) | (pr3 << 16);
+        wd[0] = pr0 | (pr1 << 16);
+        wd[1] = pr2 | (pr3 << 16);
         wd[0] = (wd[0] & keep0[0]) | fill0[0];
         wd[1] = (wd[1] & keep0[1]) | fill0[1];
         *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
@@ -249,8 +249,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_jagged_groups_e4m3_fp
           const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
           const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
           mx_u32 wd[2];
-          wd[0] = (pr0 << 0) | (pr1 << 16);
-          wd[1] = (pr2 << 0) | (pr3 << 16);
+          wd[0] = pr0 | (pr1 << 16);
+          wd[1] = pr2 | (pr3 << 16);
           wd[0] = (wd[0] & keep0[0]) | fill0[0];
           wd[1] = (wd[1] & keep0[1]) | fill0[1];
           *reinterpret_cast<uint2*>(ob + u * ostep) = make_uint2(wd[0], wd[1]);
@@ -300,8 +300,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) mxjit_jagged_groups_e4m3_fp
         const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
         const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
         mx_u32 wd[2];
-        wd[0] = (pr0 << 0) | (pr1 << 16);
-        wd[1] = (pr2 << 0) | (pr3 << 16);
+        wd[0] = pr0 | (pr1 << 16);
+        wd[1] = pr2 | (pr3 << 16);
         wd[0] = (wd[0] & keep0[0]) | fill0[0];
         wd[1] = (wd[1] & keep0[1]) | fill0[1];
         mx_u8* const ob = static_cast<mx_u8*>(P.out[0]) + (ix0 * P.out_stride[0][0] + c0 * P.out_stride[0][1]);
@@ -441,14 +441,14 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2) m
   __syncthreads();
   if (threadIdx.x == 0) mx_mbar_expect(s_bar, 2 * 256u);  // the cluster's maxima, 4 bytes each
   mx_cluster_wait();
-  for (int cw = threadIdx.x; cw < 64; cw += 256) {  // one column each
+  if (const int cw = threadIdx.x; cw < 64) {  // one column each
     mx_u32 m = 0u;
     for (int i = 0; i < 8; ++i) { const mx_u32 o_ = red[i * 64 + cw]; m = o_ > m ? o_ : m; }
 #pragma unroll
     for (unsigned j = 0; j < 2u; ++j) mx_st_async_u32(s_parts + q * 64 + cw, j, m, s_bar);
   }
   mx_mbar_wait_cluster(s_bar, 0);
-  for (int cw = threadIdx.x; cw < 64; cw += 256) {
+  if (const int cw = threadIdx.x; cw < 64) {
     mx_u32 m = 0u;
 #pragma unroll
     for (unsigned j = 0; j < 2u; ++j) { const mx_u32 o_ = s_parts[j * 64 + cw]; m = o_ > m ? o_ : m; }
@@ -512,8 +512,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2) m
         const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
         const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
         mx_u32 wd[2];
-        wd[0] = (pr0 << 0) | (pr1 << 16);
-        wd[1] = (pr2 << 0) | (pr3 << 16);
+        wd[0] = pr0 | (pr1 << 16);
+        wd[1] = pr2 | (pr3 << 16);
         wd[0] = (wd[0] & keep0[0]) | fill0[0];
         wd[1] = (wd[1] & keep0[1]) | fill0[1];
         *reinterpret_cast<uint2*>(ob) = make_uint2(wd[0], wd[1]);
@@ -556,8 +556,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2) m
           const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
           const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
           mx_u32 wd[2];
-          wd[0] = (pr0 << 0) | (pr1 << 16);
-          wd[1] = (pr2 << 0) | (pr3 << 16);
+          wd[0] = pr0 | (pr1 << 16);
+          wd[1] = pr2 | (pr3 << 16);
           wd[0] = (wd[0] & keep0[0]) | fill0[0];
           wd[1] = (wd[1] & keep0[1]) | fill0[1];
           *reinterpret_cast<uint2*>(ob + u * ostep) = make_uint2(wd[0], wd[1]);
@@ -607,8 +607,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2) m
         const mx_u32 pr2 = mx_cvt_e4m3x2(y[4], y[5]);
         const mx_u32 pr3 = mx_cvt_e4m3x2(y[6], y[7]);
         mx_u32 wd[2];
-        wd[0] = (pr0 << 0) | (pr1 << 16);
-        wd[1] = (pr2 << 0) | (pr3 << 16);
+        wd[0] = pr0 | (pr1 << 16);
+        wd[1] = pr2 | (pr3 << 16);
         wd[0] = (wd[0] & keep0[0]) | fill0[0];
         wd[1] = (wd[1] & keep0[1]) | fill0[1];
         mx_u8* const ob = static_cast<mx_u8*>(P.out[0]) + (ix0 * P.out_stride[0][0] + c0 * P.out_stride[0][1]);

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_nvfp4_bf16_c46edd8a
-// generator mxjit-gen-47  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-48  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> nvfp4 te blocks(1,16) q:row_major s:blocked128x4
 // pipeline hash 5b24155305468c5470736d7bbbf2da0d
 // plan
@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) mxjit_direct_dim0_e2m1_nvfp
       const mx_u32 pr2 = mx_cvt_e2m1x2(y[4], y[5]);
       const mx_u32 pr3 = mx_cvt_e2m1x2(y[6], y[7]);
       mx_u32 wd[1];
-      wd[0] = (pr0 << 0) | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
+      wd[0] = pr0 | (pr1 << 8) | (pr2 << 16) | (pr3 << 24);
       if (flag0) {
         const mx_u32 f_ = flag0 == 1u ? 0u : 0x00000000u;
         wd[0] = f_;
