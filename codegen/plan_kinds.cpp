@@ -387,6 +387,29 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   return j;
 }
 
+std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& v, const Plan& plan, Schedule& js,
+                                             const Target& target, bool vector, bool lanes) {
+  // Row-major codes of a 2-byte input on sm_90+: by default a 2-CTA cluster a large group and
+  // one CTA a small one, chosen at launch (docs/perf-log.md#jagged-two-kernels).
+  const int lead = lead_tensor_input(p);
+  if (!vector || js.cluster || target.max_cluster() < 2 || jagged_codes_along_rows(p, plan) || lead < 0 ||
+      dtype_size(p.inputs()[size_t(lead)].dtype) != 2)
+    return std::nullopt;
+  // The plain kernel: 4 CTAs an SM by default (64 registers, 428 cached rows of 64 bf16 columns),
+  // 2 under a prologue or stochastic rounding (which spill at 64 registers).
+  Schedule ps = js;
+  ps.cluster = 1;
+  const bool light = std::all_of(v.roots.begin(), v.roots.end(), [](const NodePtr& r) { return r->op == Op::input; }) &&
+                     std::none_of(v.quantizes.begin(), v.quantizes.end(),
+                                  [](const NodePtr& q) { return q->round == Round::stochastic; });
+  if (!ps.ctas_per_sm) ps.ctas_per_sm = light ? 4 : 2;
+  Plan pp = plan;
+  const JaggedPlan pj = plan_jagged(p, v, pp, ps, target, vector, lanes);
+  js.cluster = 2;
+  if (!js.ctas_per_sm) js.ctas_per_sm = 2;
+  return PlainKernel{pp.ctas_per_sm, pp.smem_bytes, pj.cached_rows, pj.cached_rows_per_step, pj.rows_in_flight};
+}
+
 namespace {
 /// The across form's default schedule on sm_90+ (0: plan_jagged's own default; measured in
 /// docs/perf-log.md, fourteenth session):

@@ -124,28 +124,7 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     const int lead = first_tensor_input(p);
     const bool lanes = !vec && lead >= 0 && lead < int(sc.unit_axis.size()) && sc.unit_axis[size_t(lead)] == plan.ax_r;
     Schedule js = fit_schedule(schedule, KernelKind::jagged, vec, fit);
-    // Row-major codes of a 2-byte input on sm_90+: by default a 2-CTA cluster a large group and
-    // one CTA a small one, chosen at launch (JaggedPlan::plain; docs/perf-log.md#jagged-two-kernels).
-    const bool two_kernels = vec && !js.cluster && target.max_cluster() >= 2 && !jagged_codes_along_rows(p, plan) &&
-                             lead_tensor_input(p) >= 0 &&
-                             dtype_size(p.inputs()[size_t(lead_tensor_input(p))].dtype) == 2;
-    std::optional<PlainKernel> plain;
-    if (two_kernels) {
-      // The plain kernel: 4 CTAs an SM by default (64 registers, 428 cached rows of 64 bf16 columns),
-      // 2 under a prologue or stochastic rounding (which spill at 64 registers).
-      Schedule ps = js;
-      ps.cluster = 1;
-      const bool light =
-          std::all_of(v.roots.begin(), v.roots.end(), [](const NodePtr& r) { return r->op == Op::input; }) &&
-          std::none_of(v.quantizes.begin(), v.quantizes.end(),
-                       [](const NodePtr& q) { return q->round == Round::stochastic; });
-      if (!ps.ctas_per_sm) ps.ctas_per_sm = light ? 4 : 2;
-      Plan pp = plan;
-      const JaggedPlan pj = plan_jagged(p, v, pp, ps, target, vec, lanes);
-      plain = PlainKernel{pp.ctas_per_sm, pp.smem_bytes, pj.cached_rows, pj.cached_rows_per_step, pj.rows_in_flight};
-      js.cluster = 2;
-      if (!js.ctas_per_sm) js.ctas_per_sm = 2;
-    }
+    const std::optional<PlainKernel> plain = plan_jagged_plain(p, v, plan, js, target, vec, lanes);
     plan.kernel = plan_jagged(p, v, plan, js, target, vec, lanes);
     std::get<JaggedPlan>(plan.kernel).plain = plain;
     if (std::get<JaggedPlan>(plan.kernel).cluster > 8)
