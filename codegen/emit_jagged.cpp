@@ -143,9 +143,11 @@ bool tight_pass2(const Plan& pl) { return pl.ctas_per_sm > 2; }
 // Pass 2 of the vector kernel for column-major codes (output o's unit axis is the group axis):
 // a thread takes R consecutive rows at a time (JaggedPlan::run_rows: 8, or 4 within 64 registers), chunks anchored
 // at multiples of R, so that a column's R codes are one aligned store (rows outside the group are
-// masked):
+// masked), and a warp's neighbouring row lanes at multiples of A = R x its row lanes (64 rows), so
+// that their runs of one column fill whole 32-byte sectors (a group starting mid-sector left a
+// third of the sectors stored partly):
 //
-//   chunk rows r .. r+R-1 (r = R * floor(row_s / R) + R * (rl + j * RL)), columns c0 .. c0+7
+//   chunk rows r .. r+R-1 (r = A * floor(row_s / A) + R * (rl + j * RL)), columns c0 .. c0+7
 //   encode row by row:   cw[u] = codes of row u (8 columns)     R x 8 bytes
 //   transpose (prmt):    run[e] = codes of column e (R rows)     -> out[c0 + e][r .. r + R-1]
 //
@@ -170,8 +172,13 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, bool fast_runs,
   const int R = jp.run_rows, H = R / 4;
   int B = std::min({jp.rows_in_flight, R, tight ? 2 : 8});
   while (R % B) --B;
-  x.out += fmt::format("  // Pass 2 (codes column-major): chunks of {0} rows, anchored at multiples of {0}, transposed into\n"
-                       "  // {0}-byte runs of a column.\n", R);
+  // A warp's lanes take neighbouring runs: anchored at a multiple of their rows (A), a warp's
+  // stores of one column fill whole 32-byte sectors wherever the group starts.
+  const int A = R * std::min(RL, 32 / TC);
+  x.out += fmt::format(
+      "  // Pass 2 (codes column-major): chunks of {0} rows, a warp's from a multiple of {1}, transposed into\n"
+      "  // {0}-byte runs of a column.\n",
+      R, A);
   x.out += fmt::format("  const mx_i64 os_r = P.out_stride[{0}][{1}], os_c = P.out_stride[{0}][{2}];\n", o, ar, ac);
   x.out += fmt::format("  mx_u8* const ocol = static_cast<mx_u8*>(P.out[{}]) + {};  // column c0, row 0\n", o, plus_batch(x, "c0 * os_c", "out", o));
   const int NW = f32 ? 8 : 4, TCW = TC * NW / 4;  // 32-bit words of a row's 8 columns; 16-byte chunks of a cached row
@@ -179,7 +186,8 @@ void emit_pass2_along_rows(Ctx& x, const JaggedPlan& jp, int o, bool fast_runs,
     x.out += fmt::format(
         "  const bool fast_cols = cols_full && os_r == 1 && ((reinterpret_cast<mx_u64>(ocol) | mx_u64(os_c)) & {}u) == 0;  // runs aligned\n",
         R - 1);
-  x.out += fmt::format("  for (mx_i64 r = (row_s & ~mx_i64({0})) + {1} * rl; r < row_e; r += {2}) {{\n", R - 1, R, R * RL);
+  x.out +=
+      fmt::format("  for (mx_i64 r = (row_s & ~mx_i64({0})) + {1} * rl; r < row_e; r += {2}) {{\n", A - 1, R, R * RL);
   // The chunk's codes into run[8][H] (rows from the cache pointer d where `fast`, else each row
   // by loads_row), at 4-space indent.
   // Rows in groups of B (b: the group's first row), or all R at once (no group loop).

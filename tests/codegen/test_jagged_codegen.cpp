@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -154,6 +155,46 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
   bad.cluster = 16;
   CHECK_THROWS_WITH_AS(generate(jagged(DType::bf16, e4m3, true), t, order(1), bad),
                        doctest::Contains("a cluster of more than 8 CTAs applies to whole axes only"), UsageError);
+}
+
+TEST_CASE(
+    "jagged groups, column-major codes: a warp's runs of a column fill whole 32-byte sectors wherever the group starts") {
+  const Target t = Target::parse("sm_90a");
+  const Pipeline cm = jagged(DType::bf16, e4m3, true, 0, layout::col_major());
+  // Runs of 8 (the default), 4 (4 CTAs an SM), 16 (64 columns: 8 threads a row), 128 threads, a cluster.
+  for (const Schedule& s : {Schedule{}, Schedule{.ctas_per_sm = 4}, Schedule{.tile_cols = 64, .rows_per_thread = 16},
+                            Schedule{.threads = 128}, Schedule{.cluster = 2}}) {
+    CAPTURE(s.str());
+    const GeneratedKernel k = generate(cm, t, order(1), s);
+    const int R = k.plan.jagged().run_rows, TC = k.plan.jagged().cols_per_cta / 8, RL = k.plan.threads / TC;
+    // The pass-2 loop as generated: r = (row_s & ~mask) + R * rl, stepping R * RL rows.
+    const std::string head = "for (mx_i64 r = (row_s & ~mx_i64(";
+    const size_t at = k.source.find(head);
+    REQUIRE(at != std::string::npos);
+    const int mask = std::stoi(k.source.substr(at + head.size()));
+    CHECK(k.source.find(fmt::format("(row_s & ~mx_i64({})) + {} * rl; r < row_e; r += {})", mask, R, R * RL)) !=
+          std::string::npos);
+    // Every group start 0..255 and lengths 1..300: each row of the group in exactly one lane's run
+    // (rows outside are masked), and a warp's lanes' runs of one column meet in whole sectors
+    // (bytes = rows: a column-major column is unit-stride, its start a multiple of 32).
+    int bad_cover = 0, bad_sector = 0;
+    for (int64_t row_s = 0; row_s < 256; row_s += 3)
+      for (int64_t len : {1, 16, 63, 300}) {
+        const int64_t row_e = row_s + len;
+        std::vector<int> seen(size_t(len), 0);
+        for (int rl = 0; rl < RL; ++rl)
+          for (int64_t r = (row_s & ~int64_t(mask)) + R * rl; r < row_e; r += R * RL)
+            for (int u = 0; u < R; ++u)
+              if (r + u >= row_s && r + u < row_e) ++seen[size_t(r + u - row_s)];
+        bad_cover += int(std::count_if(seen.begin(), seen.end(), [](int n) { return n != 1; }));
+        for (int w = 0; w < RL * TC / 32; ++w) {  // the warp's first lane's run starts its span
+          const int64_t first = (row_s & ~int64_t(mask)) + R * (w * 32 / TC);
+          bad_sector += first % 32 != 0;
+        }
+      }
+    CHECK(bad_cover == 0);
+    CHECK(bad_sector == 0);
+  }
 }
 
 TEST_CASE("jagged groups: two kernels, a cluster for large groups and a CTA for small ones, chosen at launch") {
