@@ -172,6 +172,15 @@ std::vector<Case> cases(const BenchOptions& o) {
     c.back().groups = 64;
     for (const auto& s : std::vector<std::vector<int64_t>>{{16640, 5120}, {16640, 8192}})
       add("fp8 per-group colwise G=16 col-major pow2", [] { return per_group_colwise(true); }, s);
+    // The E=64 step's dual cast (about 256 rows a group), and 4 groups of about 4,100 rows (past
+    // the row cache).
+    for (const auto& s : std::vector<std::vector<int64_t>>{{16384, 5120}, {16384, 8192}}) {
+      add(
+          "fp8 per-group colwise G=64 col-major pow2", [] { return per_group_colwise(true); }, s);
+      c.back().groups = 64;
+    }
+    add("fp8 per-group colwise G=4 col-major pow2", [] { return per_group_colwise(true); }, {16384, 5120});
+    c.back().groups = 4;
     add("fp8 per-group rowwise G=16 (jagged columns) pow2", [] { return per_group_rowwise(); }, {16640, 5120});
     add("mxfp6 e2m3 dim0", [] { return format_cast(e2m3); }, sq);
     add("mxfp6 e3m2 dim0", [] { return format_cast(e3m2); }, sq);

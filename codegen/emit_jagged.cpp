@@ -626,6 +626,7 @@ void emit_jagged_vector_body(Ctx& x, const JaggedPlan& jp, bool whole, const std
 //
 //   NAME           one CTA a (group, W columns), plain's CTAs an SM   grid.x = tiles_c
 //   NAME_cluster   a cluster of K CTAs a (group, W columns)            grid.x = tiles_c x K
+//   NAME_large     (column-major codes, no cluster) fewer CTAs an SM, a larger row cache
 //
 // Each has its cluster compiled in (a size read at run time cost small groups 4.7%;
 // docs/perf-log.md#jagged-cluster-at-launch) and its own row cache.
@@ -651,7 +652,7 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
   x.out += emit_under(x, pp, x.direct,
                       [&](Ctx& y) { emit_jagged_vector_body(y, plain, whole, entry(pp, plain, x.plan.kernel_name)); }) +
            "\n";
-  emit_jagged_vector_body(x, clustered, whole, entry(x.plan, clustered, x.plan.kernel_name + "_cluster"));
+  emit_jagged_vector_body(x, clustered, whole, entry(x.plan, clustered, x.plan.entry_names().at(1)));
 }
 
 }  // namespace

@@ -226,7 +226,7 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
     // per group, plus one for the rows past the last end.
     int64_t k = j->cluster;
     if (j->plain) {
-      // The cluster kernel where the groups' mean size passes the plain kernel's row cache.
+      // The large groups' kernel where the groups' mean size passes the plain kernel's row cache.
       const bool large = shape[size_t(ax_r)] > std::max<int64_t>(groups, 1) * j->plain->cached_rows;
       k = large ? j->cluster : 1;
       l.entry = large ? 1 : 0;
@@ -254,7 +254,8 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
 }
 
 std::vector<std::string> Plan::entry_names() const {
-  if (const auto* j = std::get_if<JaggedPlan>(&kernel); j && j->plain) return {kernel_name, kernel_name + "_cluster"};
+  if (const auto* j = std::get_if<JaggedPlan>(&kernel); j && j->plain)
+    return {kernel_name, kernel_name + (j->cluster > 1 ? "_cluster" : "_large")};
   return {kernel_name};
 }
 

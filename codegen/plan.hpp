@@ -142,7 +142,9 @@ struct JaggedPlan {
   /// this plan); the launch takes the cluster where the groups' mean size passes the plain
   /// kernel's row cache, the plain kernel otherwise. A cluster splits a large group's re-read rows
   /// across SMs; small groups take more, smaller CTAs an SM, without the exchange
-  /// (docs/perf-log.md#jagged-two-kernels).
+  /// (docs/perf-log.md#jagged-two-kernels). Column-major codes: both one CTA a group, the plain
+  /// kernel 3 an SM and this plan's (its "_large" entry) 2, with a larger row cache
+  /// (docs/perf-log.md#jagged-column-major-two-kernels).
   std::optional<PlainKernel> plain;
   /// Column-major codes: rows a thread encodes and transposes at a time, one store of a column's
   /// run (4, 8 or 16 bytes); 0 for row-major codes.

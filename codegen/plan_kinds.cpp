@@ -313,6 +313,16 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
   return c;
 }
 
+namespace {
+/// A cast of the input itself, rounded to nearest: no prologue or stochastic rounding, whose
+/// registers spill where more CTAs share an SM.
+bool light_cast(const ValueSet& v) {
+  return std::all_of(v.roots.begin(), v.roots.end(), [](const NodePtr& r) { return r->op == Op::input; }) &&
+         std::none_of(v.quantizes.begin(), v.quantizes.end(),
+                      [](const NodePtr& q) { return q->round == Round::stochastic; });
+}
+}  // namespace
+
 JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector,
                        bool lanes) {
   JaggedPlan j;
@@ -336,20 +346,21 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // Column-major codes: 32 columns per CTA, so that a warp's runs of one column meet in 128
   // bytes (docs/perf-log.md, jagged column-major codes).
   const bool along_rows = jagged_codes_along_rows(p, plan);
+  int esize = 2;
+  bool f16 = false;
+  for (const InputDecl& in : p.inputs())
+    if (in.kind == InputDecl::Kind::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
   j.cols_per_cta = s.tile_cols ? s.tile_cols : along_rows ? 32 : 64;
   plan.threads = s.threads ? s.threads : 256;
   j.cluster = s.cluster ? s.cluster : 1;
   plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : (j.cluster > 1 ? 4 : 2);
   // Runs of 8 rows (8-byte stores; 16 measured slower), or 4 within 64 registers (more spill).
-  j.run_rows = !along_rows ? 0 : s.rows_per_thread ? s.rows_per_thread : plan.ctas_per_sm > 2 ? 4 : 8;
+  j.run_rows = !along_rows ? 0 : s.rows_per_thread ? s.rows_per_thread : plan.ctas_per_sm > 3 ? 4 : 8;
   if (!along_rows && s.rows_per_thread)
     throw UsageError(fmt::format("schedule: rows_per_thread {} applies to the jagged kernel's column-major codes only", s.rows_per_thread));
   if (along_rows && j.run_rows != 4 && j.run_rows != 8 && j.run_rows != 16)
-    throw UsageError(fmt::format("schedule: rows_per_thread {} of the jagged kernel's column-major codes must be 4, 8 or 16", j.run_rows));
-  int esize = 2;
-  bool f16 = false;
-  for (const InputDecl& in : p.inputs())
-    if (in.kind == InputDecl::Kind::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
+    throw UsageError(fmt::format(
+        "schedule: rows_per_thread {} of the jagged kernel's column-major codes must be 4, 8 or 16", j.run_rows));
   // Rows in flight set the registers of pass 2: 8 fit 2 CTAs per SM; at 4 CTAs (64 registers)
   // 4 (2 of f32), and with a cluster 1 of f32 and 3 of f16 (ptxas spills at more;
   // docs/perf-log.md#jagged-rows-in-flight). A cluster is a schedule, not the default
@@ -383,30 +394,35 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   const int budget = std::min(target.smem_per_sm() / plan.ctas_per_sm - target.smem_reserved_per_cta(), target.smem_per_cta()) / 16 * 16;
   j.cached_rows = std::max(0, (budget - need) / (j.cols_per_cta * esize));
   plan.smem_bytes = need + j.cached_rows * j.cols_per_cta * esize;
-  (void)v;
   return j;
 }
 
 std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& v, const Plan& plan, Schedule& js,
                                              const Target& target, bool vector, bool lanes) {
-  // Row-major codes of a 2-byte input on sm_90+: by default a 2-CTA cluster a large group and
-  // one CTA a small one, chosen at launch (docs/perf-log.md#jagged-two-kernels).
+  // A 2-byte input on sm_90+ (where they were measured): by default a plain kernel for small
+  // groups and another for large ones, chosen at launch (docs/perf-log.md#jagged-two-kernels).
   const int lead = lead_tensor_input(p);
-  if (!vector || js.cluster || target.max_cluster() < 2 || jagged_codes_along_rows(p, plan) || lead < 0 ||
-      dtype_size(p.inputs()[size_t(lead)].dtype) != 2)
+  if (!vector || js.cluster || target.max_cluster() < 2 || lead < 0 || dtype_size(p.inputs()[size_t(lead)].dtype) != 2)
     return std::nullopt;
-  // The plain kernel: 4 CTAs an SM by default (64 registers, 428 cached rows of 64 bf16 columns),
-  // 2 under a prologue or stochastic rounding (which spill at 64 registers).
   Schedule ps = js;
   ps.cluster = 1;
-  const bool light = std::all_of(v.roots.begin(), v.roots.end(), [](const NodePtr& r) { return r->op == Op::input; }) &&
-                     std::none_of(v.quantizes.begin(), v.quantizes.end(),
-                                  [](const NodePtr& q) { return q->round == Round::stochastic; });
-  if (!ps.ctas_per_sm) ps.ctas_per_sm = light ? 4 : 2;
+  if (jagged_codes_along_rows(p, plan)) {
+    // Column-major codes of a plain cast in the default CTA shape: 3 CTAs an SM (85 registers, a
+    // 1,180-row cache of 32 columns), and 2 CTAs (a 1,788-row cache) for groups past it
+    // (docs/perf-log.md#jagged-column-major-two-kernels).
+    if (js.ctas_per_sm || js.tile_cols || js.threads || !light_cast(v)) return std::nullopt;
+    ps.ctas_per_sm = 3;
+    js.ctas_per_sm = 2;
+  } else {
+    // Row-major codes: the plain kernel 4 CTAs an SM by default (64 registers, 428 cached rows of
+    // 64 bf16 columns), 2 under a prologue or stochastic rounding (which spill at 64 registers);
+    // a 2-CTA cluster a group for large groups.
+    if (!ps.ctas_per_sm) ps.ctas_per_sm = light_cast(v) ? 4 : 2;
+    js.cluster = 2;
+    if (!js.ctas_per_sm) js.ctas_per_sm = 2;
+  }
   Plan pp = plan;
   const JaggedPlan pj = plan_jagged(p, v, pp, ps, target, vector, lanes);
-  js.cluster = 2;
-  if (!js.ctas_per_sm) js.ctas_per_sm = 2;
   return PlainKernel{pp.ctas_per_sm, pp.smem_bytes, pj.cached_rows, pj.cached_rows_per_step, pj.rows_in_flight};
 }
 

@@ -98,9 +98,37 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     const Pipeline cm = jagged(dt, e4m3, true, 0, layout::col_major());
     const GeneratedKernel k = generate(cm, t, order(1));
     CHECK(k.plan.jagged().vector);
-    // 32 columns per CTA, runs of 8 rows: a warp's stores of one column meet in 64 bytes.
+    // 32 columns per CTA, runs of 8 rows: a warp's stores of one column meet in 64 bytes. 2-byte
+    // inputs get two kernels chosen at launch: 3 CTAs an SM ((233472 / 3 - 1024 - (8 + 2) x 32 x 4)
+    // / 64 = 1180 cached rows) and, for larger groups, 2 (1788); FP32 inputs, a prologue, stochastic
+    // rounding or a schedule's CTA shape: the 2-CTA kernel alone.
     CHECK(k.plan.jagged().cols_per_cta == 32);
     CHECK(k.plan.jagged().run_rows == 8);
+    CHECK(k.plan.ctas_per_sm == 2);
+    CHECK(k.plan.jagged().cached_rows == 1788 / (dt == DType::f32 ? 2 : 1));
+    CHECK(k.plan.jagged().cluster == 1);
+    REQUIRE(k.plan.jagged().plain.has_value() == (dt != DType::f32));
+    if (dt != DType::f32) {
+      CHECK(k.plan.jagged().plain->ctas_per_sm == 3);
+      CHECK(k.plan.jagged().plain->cached_rows == 1180);
+      CHECK(k.plan.entry_names().at(1) == k.plan.kernel_name + "_large");
+      CHECK(k.source.find("__launch_bounds__(256, 3) " + k.plan.kernel_name + "(const MxParams P)") !=
+            std::string::npos);
+      CHECK(k.source.find("__launch_bounds__(256, 2) " + k.plan.kernel_name + "_large(const MxParams P)") !=
+            std::string::npos);
+      CHECK(k.source.find("__cluster_dims__") == std::string::npos);
+      // The launch: the plain kernel up to a mean of 1180 rows a group, its own shared memory.
+      CHECK(k.plan.launch({16640, 5120}, 16).entry == 0);
+      CHECK(k.plan.launch({16640, 5120}, 16).smem_bytes == k.plan.jagged().plain->smem_bytes);
+      CHECK(k.plan.launch({16640, 5120}, 8).entry == 1);
+      CHECK(k.plan.launch({16640, 5120}, 8).smem_bytes < 0);  // the plan's own
+      CHECK(k.plan.launch({16640, 5120}, 8).grid[0] == 160u);
+    }
+    CHECK(!generate(jagged(dt, e4m3, true, 0, layout::col_major(), true), t, order(1)).plan.jagged().plain);
+    CHECK(!generate(jagged(dt, e4m3, true, 0, layout::col_major(), false, Round::stochastic), t, order(1))
+               .plan.jagged()
+               .plain);
+    CHECK(!generate(cm, t, order(1), Schedule{.ctas_per_sm = 3}).plan.jagged().plain);
     CHECK(k.source.find("Pass 2 (codes column-major)") != std::string::npos);
     CHECK(k.source.find("mx_transpose4x4(cw[4 * h][k], cw[4 * h + 1][k], cw[4 * h + 2][k], cw[4 * h + 3][k])") !=
           std::string::npos);
@@ -275,10 +303,11 @@ TEST_CASE("jagged groups: two kernels, a cluster for large groups and a CTA for 
   CHECK(kt.plan.ctas_per_sm == 1);
   CHECK(kt.plan.jagged().plain->ctas_per_sm == 1);
   CHECK(kt.plan.jagged().cols_per_cta == 128);
-  // One kernel where there are no clusters (sm_89), for FP32 inputs and for column-major codes.
+  // One kernel where there are no clusters (sm_89) and for FP32 inputs; column-major codes' two
+  // kernels have no cluster (the column-major case above).
   CHECK(!generate(p, Target::parse("sm_89"), order(1)).plan.jagged().plain);
   CHECK(!generate(jagged(DType::f32, e4m3, true), t, order(1)).plan.jagged().plain);
-  CHECK(!generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1)).plan.jagged().plain);
+  CHECK(generate(jagged(DType::bf16, e4m3, true, 0, layout::col_major()), t, order(1)).plan.jagged().cluster == 1);
   CHECK(generate(jagged(DType::f16, e5m2, false), Target::parse("sm_100a"), order(1)).plan.jagged().plain.has_value());
   // A prologue or stochastic rounding keeps the plain kernel at 2 CTAs an SM (at 4, 64 registers, f16
   // with GELU spills 28 bytes, stochastic rounding 104: the next case compiles them).

@@ -163,10 +163,12 @@ TEST_CASE("MXJIT_NVRTC_OPTIONS: appended to every compile and to the options tex
 }
 
 TEST_CASE("a module of several kernels compiles them in parallel: NVRTC's --split-compile") {
-  auto x = input("x", DType::bf16, rank(2));
-  auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3);
-  const Pipeline two = pipeline({output("q", cast(e4m3, x / sc)), output("s", sc)});  // row-major codes: two kernels on sm_90+
-  const Pipeline one = pipeline({output("q", cast(e4m3, x / sc), layout::col_major()), output("s", sc)});
+  auto x = input("x", DType::bf16, rank(2)), y = input("x", DType::f32, rank(2));
+  auto sc = f32_scale(amax(groups(x, 0, offsets("offs"))), e4m3),
+       sy = f32_scale(amax(groups(y, 0, offsets("offs"))), e4m3);
+  const Pipeline two =
+      pipeline({output("q", cast(e4m3, x / sc)), output("s", sc)});  // a 2-byte input: two kernels on sm_90+
+  const Pipeline one = pipeline({output("q", cast(e4m3, y / sy)), output("s", sy)});  // FP32: one
   const Target t = Target::parse("sm_90a");
   const StrideClass order{{1, 0}, {true, false}};
   const Plan p2 = make_plan(two, t, order), p1 = make_plan(one, t, order);
