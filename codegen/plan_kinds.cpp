@@ -346,10 +346,6 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   // Column-major codes: 32 columns per CTA, so that a warp's runs of one column meet in 128
   // bytes (docs/perf-log.md, jagged column-major codes).
   const bool along_rows = jagged_codes_along_rows(p, plan);
-  int esize = 2;
-  bool f16 = false;
-  for (const InputDecl& in : p.inputs())
-    if (in.kind == InputDecl::Kind::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
   j.cols_per_cta = s.tile_cols ? s.tile_cols : along_rows ? 32 : 64;
   plan.threads = s.threads ? s.threads : 256;
   j.cluster = s.cluster ? s.cluster : 1;
@@ -361,6 +357,10 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   if (along_rows && j.run_rows != 4 && j.run_rows != 8 && j.run_rows != 16)
     throw UsageError(fmt::format(
         "schedule: rows_per_thread {} of the jagged kernel's column-major codes must be 4, 8 or 16", j.run_rows));
+  int esize = 2;
+  bool f16 = false;
+  for (const InputDecl& in : p.inputs())
+    if (in.kind == InputDecl::Kind::tensor) esize = int(dtype_size(in.dtype)), f16 = in.dtype == DType::f16;
   // Rows in flight set the registers of pass 2: 8 fit 2 CTAs per SM; at 4 CTAs (64 registers)
   // 4 (2 of f32), and with a cluster 1 of f32 and 3 of f16 (ptxas spills at more;
   // docs/perf-log.md#jagged-rows-in-flight). A cluster is a schedule, not the default
@@ -394,6 +394,7 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   const int budget = std::min(target.smem_per_sm() / plan.ctas_per_sm - target.smem_reserved_per_cta(), target.smem_per_cta()) / 16 * 16;
   j.cached_rows = std::max(0, (budget - need) / (j.cols_per_cta * esize));
   plan.smem_bytes = need + j.cached_rows * j.cols_per_cta * esize;
+  (void)v;
   return j;
 }
 

@@ -730,7 +730,8 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
   MESSAGE("vector jagged group cases: " << n);
 }
 
-TEST_CASE("jagged groups, two kernels: a cluster a large group, a CTA a small one, chosen at launch") {
+TEST_CASE(
+    "jagged groups, two kernels chosen at launch by the groups' mean size: a cluster or fewer CTAs an SM for large groups") {
   MXJIT_REQUIRE_GPU();
   // A 2-byte input: the default module holds both kernels (JaggedPlan::plain); the launch takes the
   // second (row-major codes: a 2-CTA cluster; column-major codes: 2 CTAs an SM where the plain
