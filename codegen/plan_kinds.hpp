@@ -27,9 +27,11 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
 /// fills the shared memory left. Sets plan.threads, ctas_per_sm, smem_bytes.
 JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector,
                        bool lanes = false);
-/// The jagged kernel's default of two kernels (JaggedPlan::plain): for row-major codes of a 2-byte
-/// input on sm_90+ where `js` sets no cluster, plans the plain kernel (one CTA a group) and makes
-/// `js` the cluster kernel's schedule (2 CTAs a group); nullopt, `js` unchanged, otherwise.
+/// The jagged kernel's default of two kernels (JaggedPlan::plain), for a 2-byte input on sm_90+
+/// where `js` sets no cluster: plans the plain kernel (one CTA a group) and makes `js` the second
+/// kernel's schedule. Row-major codes: the second is a 2-CTA cluster a group. Column-major codes of
+/// a plain cast where `js` sets no CTA shape: the plain kernel 3 CTAs an SM, the second 2.
+/// nullopt, `js` unchanged, otherwise.
 std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& v, const Plan& plan, Schedule& js,
                                              const Target& target, bool vector, bool lanes);
 /// The rows kernel (whole-axis blocks): threads (a power of two, 32..1024), chunks per thread,
