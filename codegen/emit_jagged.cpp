@@ -621,11 +621,12 @@ void emit_jagged_vector_body(Ctx& x, const JaggedPlan& jp, bool whole, const std
   x.out += "}\n";
 }
 
-// The vector kernel; with JaggedPlan::plain, two kernels of one module, which the launch chooses
-// between by the groups' mean size (Plan::launch):
+// The vector kernel; with JaggedPlan::plain (and ::small), two (three) kernels of one module, which
+// the launch chooses between by the groups' mean size (Plan::launch):
 //
 //   NAME           one CTA a (group, W columns), plain's CTAs an SM   grid.x = tiles_c
 //   NAME_cluster   a cluster of K CTAs a (group, W columns)            grid.x = tiles_c x K
+//   NAME_small     (column-major codes, JaggedPlan::small) 128 threads, more CTAs an SM, a smaller cache
 //   NAME_large     (column-major codes, no cluster) fewer CTAs an SM, a larger row cache
 //
 // Each has its cluster compiled in (a size read at run time cost small groups 4.7%;
@@ -638,21 +639,30 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
                        pl.threads, pl.ctas_per_sm, name);
   };
   if (!jp.plain) return emit_jagged_vector_body(x, jp, whole, entry(x.plan, jp, x.plan.kernel_name));
-  JaggedPlan plain = jp, clustered = jp;
-  plain.cluster = 1;
-  plain.cached_rows = jp.plain->cached_rows;
-  plain.cached_rows_per_step = jp.plain->cached_rows_per_step;
-  plain.rows_in_flight = jp.plain->rows_in_flight;
-  plain.plain.reset();
-  clustered.plain.reset();
-  Plan pp = x.plan;
-  pp.ctas_per_sm = jp.plain->ctas_per_sm;
-  pp.smem_bytes = jp.plain->smem_bytes;
-  pp.kernel = plain;
-  x.out += emit_under(x, pp, x.direct,
-                      [&](Ctx& y) { emit_jagged_vector_body(y, plain, whole, entry(pp, plain, x.plan.kernel_name)); }) +
-           "\n";
-  emit_jagged_vector_body(x, clustered, whole, entry(x.plan, clustered, x.plan.entry_names().at(1)));
+  // A kernel beside the plan's own: its plan with the PlainKernel's fields.
+  auto beside = [&](const PlainKernel& b, const std::string& name) {
+    JaggedPlan j = jp;
+    j.cluster = 1;
+    j.cached_rows = b.cached_rows;
+    j.cached_rows_per_step = b.cached_rows_per_step;
+    j.rows_in_flight = b.rows_in_flight;
+    j.run_rows = b.run_rows;
+    j.plain.reset();
+    j.small.reset();
+    Plan pp = x.plan;
+    pp.ctas_per_sm = b.ctas_per_sm;
+    pp.smem_bytes = b.smem_bytes;
+    pp.threads = b.threads;
+    pp.kernel = j;
+    return emit_under(x, pp, x.direct, [&](Ctx& y) { emit_jagged_vector_body(y, j, whole, entry(pp, j, name)); });
+  };
+  const std::vector<std::string> names = x.plan.entry_names();
+  x.out += beside(*jp.plain, names.at(0)) + "\n";
+  if (jp.small) x.out += beside(*jp.small, names.at(2)) + "\n";
+  JaggedPlan own = jp;
+  own.plain.reset();
+  own.small.reset();
+  emit_jagged_vector_body(x, own, whole, entry(x.plan, own, names.at(1)));
 }
 
 }  // namespace

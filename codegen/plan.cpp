@@ -103,7 +103,12 @@ struct KindText {
                               "cached_rows_per_step={} rows_in_flight={}",
                               j.plain->ctas_per_sm, j.plain->smem_bytes, j.plain->cached_rows,
                               j.plain->cached_rows_per_step, j.plain->rows_in_flight)
-                : "");
+                : "") +
+           (j.small ? fmt::format("\njagged: or, for small groups, a kernel of {} threads: ctas_per_sm={} smem={} "
+                                  "cached_rows={} cached_rows_per_step={} rows_in_flight={} run_rows={}",
+                                  j.small->threads, j.small->ctas_per_sm, j.small->smem_bytes, j.small->cached_rows,
+                                  j.small->cached_rows_per_step, j.small->rows_in_flight, j.small->run_rows)
+                    : "");
   }
 };
 
@@ -226,11 +231,17 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
     // per group, plus one for the rows past the last end.
     int64_t k = j->cluster;
     if (j->plain) {
-      // The large groups' kernel where the groups' mean size passes the plain kernel's row cache.
-      const bool large = shape[size_t(ax_r)] > std::max<int64_t>(groups, 1) * j->plain->cached_rows;
+      // The smallest kernel whose row cache holds the groups' mean size; the large groups' kernel past them.
+      const int64_t rows = shape[size_t(ax_r)], g = std::max<int64_t>(groups, 1);
+      const bool large = rows > g * j->plain->cached_rows;
       k = large ? j->cluster : 1;
       l.entry = large ? 1 : 0;
       if (!large) l.smem_bytes = j->plain->smem_bytes;
+      if (j->small && rows <= g * j->small->cached_rows) {
+        l.entry = 2;
+        l.smem_bytes = j->small->smem_bytes;
+        l.threads = j->small->threads;
+      }
     }
     const int64_t gx = l.tiles_c * k;
     if (groups + 1 > 65535) throw UsageError(fmt::format("launch: {} groups exceed 65534", groups));
@@ -254,8 +265,11 @@ Launch Plan::launch(const std::vector<int64_t>& shape, int64_t groups) const {
 }
 
 std::vector<std::string> Plan::entry_names() const {
-  if (const auto* j = std::get_if<JaggedPlan>(&kernel); j && j->plain)
-    return {kernel_name, kernel_name + (j->cluster > 1 ? "_cluster" : "_large")};
+  if (const auto* j = std::get_if<JaggedPlan>(&kernel); j && j->plain) {
+    std::vector<std::string> names{kernel_name, kernel_name + (j->cluster > 1 ? "_cluster" : "_large")};
+    if (j->small) names.push_back(kernel_name + "_small");
+    return names;
+  }
   return {kernel_name};
 }
 

@@ -28,7 +28,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-49";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-50";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -110,14 +110,17 @@ struct ColumnsPlan {
   std::vector<bool> scatter_scales;  ///< per scale: one scale per lane on the fast path (reduce-scatter)
 };
 
-/// The plain kernel beside a jagged plan's cluster kernel (JaggedPlan::plain): its own CTAs per
-/// SM, and so its own row cache, registers and shared memory.
+/// A kernel beside a jagged plan's own in one module (JaggedPlan::plain, JaggedPlan::small), one
+/// CTA a group: its own CTAs per SM and threads, and so its own row cache, registers and shared
+/// memory.
 struct PlainKernel {
   int ctas_per_sm = 4;           ///< its __launch_bounds__ minimum CTAs per SM (Plan::ctas_per_sm)
   int smem_bytes = 0;            ///< its dynamic shared memory (Launch::smem_bytes when it runs)
   int cached_rows = 0;           ///< as JaggedPlan's, for its own shared memory
   int cached_rows_per_step = 2;  ///< as JaggedPlan's
   int rows_in_flight = 4;        ///< as JaggedPlan's
+  int threads = 256;             ///< its CTA's threads (Launch::threads when it runs)
+  int run_rows = 0;              ///< as JaggedPlan's
 };
 
 /// The jagged kernel (emit_jagged.cpp): jagged groups of rows along ax_r (MoE token groups from a
@@ -146,6 +149,11 @@ struct JaggedPlan {
   /// kernel 3 an SM and this plan's (its "_large" entry) 2, with a larger row cache
   /// (docs/perf-log.md#jagged-column-major-two-kernels).
   std::optional<PlainKernel> plain;
+  /// Column-major codes: a third kernel for small groups (its "_small" entry), 128 threads and 6
+  /// CTAs an SM, taken where the groups' mean size fits its row cache (580 rows): pass 2's 32
+  /// row lanes then cover a 256-row group where the 256-thread CTA left half of its lanes idle
+  /// (docs/perf-log.md#jagged-column-major-small-groups). Set only beside `plain`.
+  std::optional<PlainKernel> small;
   /// Column-major codes: rows a thread encodes and transposes at a time, one store of a column's
   /// run (4, 8 or 16 bytes); 0 for row-major codes.
   int run_rows = 0;
@@ -225,8 +233,10 @@ struct Launch {
   unsigned cluster = 0;
   /// Which kernel of the module runs: an index into Plan::entry_names() (0: Plan::kernel_name).
   int entry = 0;
-  /// Its dynamic shared memory where it is not Plan::smem_bytes (both entries take Plan::threads); -1 where it is.
+  /// Its dynamic shared memory where it is not Plan::smem_bytes; -1 where it is.
   int smem_bytes = -1;
+  /// Its CTA's threads where they are not Plan::threads (JaggedPlan::small); -1 where they are.
+  int threads = -1;
 };
 
 /// How one kernel covers the domain.
@@ -257,7 +267,8 @@ struct Plan {
   /// Throws UsageError where the domain does not fit one launch or the kernel's 32-bit indexing.
   Launch launch(const std::vector<int64_t>& shape, int64_t groups) const;
   /// The extern "C" kernels of the module, which Launch::entry indexes: kernel_name, and for a
-  /// jagged plan with a plain kernel (JaggedPlan::plain) its cluster kernel, kernel_name + "_cluster".
+  /// jagged plan with a plain kernel (JaggedPlan::plain) the plan's own kernel, kernel_name +
+  /// "_cluster" (a cluster) or "_large", then with JaggedPlan::small kernel_name + "_small".
   std::vector<std::string> entry_names() const;
   /// Canonical text of every field, one line per part (the banner; the cache's metadata).
   std::string str() const;

@@ -398,20 +398,41 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
   return j;
 }
 
+namespace {
+/// Where the jagged kernel's module holds more than one kernel: a 2-byte input on sm_90+ (where
+/// they were measured), the vector kernel, no cluster asked for.
+bool several_kernels(const Pipeline& p, const Schedule& js, const Target& target, bool vector) {
+  const int lead = lead_tensor_input(p);
+  return vector && !js.cluster && target.max_cluster() >= 2 && lead >= 0 &&
+         dtype_size(p.inputs()[size_t(lead)].dtype) == 2;
+}
+/// Column-major codes of a plain cast in the default CTA shape (no CTA count, tile or thread
+/// count asked for).
+bool column_major_default(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& js) {
+  return jagged_codes_along_rows(p, plan) && !js.ctas_per_sm && !js.tile_cols && !js.threads && light_cast(v);
+}
+/// The kernel that `s` plans, as one of the module's kernels beside the plan's own.
+PlainKernel plan_beside(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target,
+                        bool vector, bool lanes) {
+  Plan pp = plan;
+  const JaggedPlan pj = plan_jagged(p, v, pp, s, target, vector, lanes);
+  return PlainKernel{pp.ctas_per_sm,    pp.smem_bytes, pj.cached_rows, pj.cached_rows_per_step,
+                     pj.rows_in_flight, pp.threads,    pj.run_rows};
+}
+}  // namespace
+
 std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& v, const Plan& plan, Schedule& js,
                                              const Target& target, bool vector, bool lanes) {
-  // A 2-byte input on sm_90+ (where they were measured): by default a plain kernel for small
-  // groups and another for large ones, chosen at launch (docs/perf-log.md#jagged-two-kernels).
-  const int lead = lead_tensor_input(p);
-  if (!vector || js.cluster || target.max_cluster() < 2 || lead < 0 || dtype_size(p.inputs()[size_t(lead)].dtype) != 2)
-    return std::nullopt;
+  // By default a plain kernel for small groups and another for large ones, chosen at launch
+  // (docs/perf-log.md#jagged-two-kernels).
+  if (!several_kernels(p, js, target, vector)) return std::nullopt;
   Schedule ps = js;
   ps.cluster = 1;
   if (jagged_codes_along_rows(p, plan)) {
     // Column-major codes of a plain cast in the default CTA shape: 3 CTAs an SM (85 registers, a
     // 1,180-row cache of 32 columns), and 2 CTAs (a 1,788-row cache) for groups past it
     // (docs/perf-log.md#jagged-column-major-two-kernels).
-    if (js.ctas_per_sm || js.tile_cols || js.threads || !light_cast(v)) return std::nullopt;
+    if (!column_major_default(p, v, plan, js)) return std::nullopt;
     ps.ctas_per_sm = 3;
     js.ctas_per_sm = 2;
   } else {
@@ -422,9 +443,23 @@ std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& 
     js.cluster = 2;
     if (!js.ctas_per_sm) js.ctas_per_sm = 2;
   }
-  Plan pp = plan;
-  const JaggedPlan pj = plan_jagged(p, v, pp, ps, target, vector, lanes);
-  return PlainKernel{pp.ctas_per_sm, pp.smem_bytes, pj.cached_rows, pj.cached_rows_per_step, pj.rows_in_flight};
+  return plan_beside(p, v, plan, ps, target, vector, lanes);
+}
+
+std::optional<PlainKernel> plan_jagged_small(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& js,
+                                             const Target& target, bool vector, bool lanes) {
+  if (!several_kernels(p, js, target, vector) || !column_major_default(p, v, plan, js) || js.rows_per_thread)
+    return std::nullopt;
+  // 128 threads (32 row lanes: pass 2 takes 128 rows a step in runs of 4) and 6 CTAs an SM, the
+  // same 24 warps as 3 CTAs of 256 threads, each CTA a quarter of the cache (580 rows); groups
+  // of 256 rows left half of the 256-thread CTA's row lanes idle
+  // (docs/perf-log.md#jagged-column-major-small-groups).
+  Schedule ss = js;
+  ss.cluster = 1;
+  ss.threads = 128;
+  ss.ctas_per_sm = 6;
+  ss.rows_per_thread = 4;
+  return plan_beside(p, v, plan, ss, target, vector, lanes);
 }
 
 namespace {

@@ -34,6 +34,11 @@ JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const S
 /// nullopt, `js` unchanged, otherwise.
 std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& v, const Plan& plan, Schedule& js,
                                              const Target& target, bool vector, bool lanes);
+/// The jagged kernel's third kernel, for small groups (JaggedPlan::small): column-major codes of a
+/// plain 2-byte cast on sm_90+ where `js` sets no cluster, CTA shape or run length (as
+/// plan_jagged_plain's, before that changes `js`). nullopt otherwise.
+std::optional<PlainKernel> plan_jagged_small(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& js,
+                                             const Target& target, bool vector, bool lanes);
 /// The rows kernel (whole-axis blocks): threads (a power of two, 32..1024), chunks per thread,
 /// and which code outputs are stored element by element. Sets plan.threads, ctas_per_sm.
 RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,

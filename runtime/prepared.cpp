@@ -176,7 +176,7 @@ PreparedLaunch make_prepared(PreparedParts&& parts) {
   }
   if (int(w.size()) != plan.params.words())
     throw Error(fmt::format("mxjit internal: {} parameter words for a layout of {}", w.size(), plan.params.words()));
-  s->threads = unsigned(plan.threads);
+  s->threads = unsigned(launch.threads > 0 ? launch.threads : plan.threads);
   s->smem = unsigned(launch.smem_bytes >= 0 ? launch.smem_bytes : plan.smem_bytes);
   std::copy(std::begin(launch.grid), std::end(launch.grid), s->grid);
   s->persistent = launch.persistent;

@@ -99,9 +99,10 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
     const GeneratedKernel k = generate(cm, t, order(1));
     CHECK(k.plan.jagged().vector);
     // 32 columns per CTA, runs of 8 rows: a warp's stores of one column meet in 64 bytes. 2-byte
-    // inputs get two kernels chosen at launch: 3 CTAs an SM ((233472 / 3 - 1024 - (8 + 2) x 32 x 4)
-    // / 64 = 1180 cached rows) and, for larger groups, 2 (1788); FP32 inputs, a prologue, stochastic
-    // rounding or a schedule's CTA shape: the 2-CTA kernel alone.
+    // inputs get three kernels chosen at launch: 3 CTAs an SM ((233472 / 3 - 1024 - (8 + 2) x 32 x 4)
+    // / 64 = 1180 cached rows), for larger groups 2 (1788), and for smaller ones 6 CTAs of 128
+    // threads ((233472 / 6 - 1024 - (4 + 2) x 32 x 4) / 64 = 580 rows, runs of 4); FP32 inputs, a
+    // prologue, stochastic rounding or a schedule's CTA shape: the 2-CTA kernel alone.
     CHECK(k.plan.jagged().cols_per_cta == 32);
     CHECK(k.plan.jagged().run_rows == 8);
     CHECK(k.plan.ctas_per_sm == 2);
@@ -123,6 +124,38 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
       CHECK(k.plan.launch({16640, 5120}, 8).entry == 1);
       CHECK(k.plan.launch({16640, 5120}, 8).smem_bytes < 0);  // the plan's own
       CHECK(k.plan.launch({16640, 5120}, 8).grid[0] == 160u);
+      // The small groups' kernel: where the mean fits its 580 rows (64 groups of 256 rows, the
+      // E=64 step's), its own threads and shared memory; the same grid.
+      const std::optional<PlainKernel>& sm = k.plan.jagged().small;
+      REQUIRE(sm.has_value());
+      CHECK(sm->threads == 128);
+      CHECK(sm->ctas_per_sm == 6);
+      CHECK(sm->cached_rows == 580);
+      CHECK(sm->run_rows == 4);
+      CHECK(sm->smem_bytes == 768 + 580 * 64);
+      CHECK(k.plan.entry_names().size() == 3);
+      CHECK(k.plan.entry_names().at(2) == k.plan.kernel_name + "_small");
+      CHECK(k.source.find("__launch_bounds__(128, 6) " + k.plan.kernel_name + "_small(const MxParams P)") !=
+            std::string::npos);
+      CHECK(k.plan.str().find("a kernel of 128 threads: ctas_per_sm=6 smem=37888 cached_rows=580") !=
+            std::string::npos);
+      for (const std::array<int64_t, 3>& c : {std::array<int64_t, 3>{16384, 64, 2},
+                                              {64 * 580, 64, 2},
+                                              {64 * 580 + 1, 64, 0},
+                                              {580, 0, 2},
+                                              {581, 0, 0},
+                                              {16640, 16, 0},
+                                              {16384, 4, 1}}) {
+        CAPTURE(c[0]);
+        CAPTURE(c[1]);
+        const Launch l = k.plan.launch({c[0], 5120}, c[1]);
+        CHECK(l.entry == int(c[2]));
+        CHECK(l.threads == (c[2] == 2 ? 128 : -1));
+        CHECK(l.smem_bytes == (c[2] == 2 ? sm->smem_bytes : c[2] == 0 ? k.plan.jagged().plain->smem_bytes : -1));
+        CHECK(l.grid[0] == 160u);
+      }
+      // Runs asked for: no small groups' kernel (its runs are 4).
+      CHECK(!generate(cm, t, order(1), Schedule{.rows_per_thread = 8}).plan.jagged().small);
     }
     CHECK(!generate(jagged(dt, e4m3, true, 0, layout::col_major(), true), t, order(1)).plan.jagged().plain);
     CHECK(!generate(jagged(dt, e4m3, true, 0, layout::col_major(), false, Round::stochastic), t, order(1))
@@ -246,6 +279,7 @@ TEST_CASE("jagged groups: two kernels, a cluster for large groups and a CTA for 
   // Each kernel has its cluster and its row cache compiled in; the launch chooses the entry.
   const std::vector<std::string> entries = k.plan.entry_names();
   REQUIRE(entries.size() == 2);
+  CHECK(!j.small);  // row-major codes: no small groups' kernel
   CHECK(entries[0] == k.plan.kernel_name);
   CHECK(entries[1] == k.plan.kernel_name + "_cluster");
   const size_t plain_at =

@@ -731,12 +731,14 @@ TEST_CASE("jagged groups, vector kernel: input types, formats, prologue, column 
 }
 
 TEST_CASE(
-    "jagged groups, two kernels chosen at launch by the groups' mean size: a cluster or fewer CTAs an SM for large groups") {
+    "jagged groups, kernels chosen at launch by the groups' mean size: a cluster or fewer CTAs an SM for large groups, "
+    "smaller CTAs for small ones") {
   MXJIT_REQUIRE_GPU();
-  // A 2-byte input: the default module holds both kernels (JaggedPlan::plain); the launch takes the
+  // A 2-byte input: the default module holds two kernels (JaggedPlan::plain); the launch takes the
   // second (row-major codes: a 2-CTA cluster; column-major codes: 2 CTAs an SM where the plain
   // kernel runs 3) where the groups' mean size passes the plain kernel's row cache. Column-major
-  // codes with stochastic rounding: one kernel.
+  // codes add a third (JaggedPlan::small: CTAs of 128 threads) where the mean fits its cache.
+  // Column-major codes with stochastic rounding: one kernel.
   auto make = [](DType dt, bool e8m0, Round rnd, bool cm) {
     auto x = input("x", dt, rank(2));
     Scale s = e8m0 ? e8m0_scale(amax(groups(x, 0, offsets("offs"))), e4m3, ScaleRule::rceil)
@@ -749,16 +751,22 @@ TEST_CASE(
   };
   const int64_t rows = 4000;
   std::vector<std::vector<int32_t>> group_ends = {
-      {0, 1800, 1800, 3500},                        // empty groups first and in the middle, rows 3500.. in no group
-      {4000},                                       // one group
-      {1, 3999},                                    // a 1-row group beside a 3998-row one (parts of 2000 and 1998)
-      {10, 20, 30, 40, 50, 60, 70, 80, 90, 4000}};  // mean 400: the plain kernel, its last group past its cache
+      {0, 1800, 1800, 3500},                       // empty groups first and in the middle, rows 3500.. in no group
+      {4000},                                      // one group
+      {1, 3999},                                   // a 1-row group beside a 3998-row one (parts of 2000 and 1998)
+      {10, 20, 30, 40, 50, 60, 70, 80, 90, 4000},  // mean 400: the plain (small) kernel, its last group past its cache
+      {700, 1400, 2100, 2800, 3500, 4000}};        // mean 667: the plain kernel, past the small one's cache
   {
-    std::vector<int32_t> e;  // 64 groups of 62 or 63 rows: the plain kernel
+    std::vector<int32_t> e;  // 64 groups of 62 or 63 rows: the plain (small) kernel
     for (int g = 1; g <= 64; ++g) e.push_back(int32_t(g * rows / 64));
     group_ends.push_back(e);
   }
-  int n = 0, clustered = 0, plain = 0;
+  {
+    std::vector<int32_t> e;  // 16 groups of 250 rows, starting mid-sector: the plain (small) kernel
+    for (int g = 1; g <= 16; ++g) e.push_back(int32_t(g * 250 - (g < 16 ? 3 : 0)));
+    group_ends.push_back(e);
+  }
+  int n = 0, clustered = 0, plain = 0, small = 0;
   for (bool cm : {false, true})
     for (DType dt : {DType::bf16, DType::f16})
       for (bool e8m0 : {false, true})
@@ -771,9 +779,13 @@ TEST_CASE(
           CHECK(two == (current_target().max_cluster() >= 2 && !(cm && rnd == Round::stochastic)));
           for (auto [cols, stride] : {std::array<int64_t, 2>{96, 0}, {77, 80}, {520, 0}}) {
             for (const auto& ends : group_ends) {
-              const bool cluster = pl.launch({rows, cols}, int64_t(ends.size())).entry == 1;
-              if (two) CHECK(cluster == (rows > int64_t(ends.size()) * pl.jagged().plain->cached_rows));
-              (cluster ? clustered : plain) += 1;
+              const int entry = pl.launch({rows, cols}, int64_t(ends.size())).entry;
+              const bool cluster = entry == 1;
+              const int64_t G = int64_t(ends.size());
+              if (two) CHECK(cluster == (rows > G * pl.jagged().plain->cached_rows));
+              CHECK(pl.jagged().small.has_value() == (two && cm));
+              if (pl.jagged().small) CHECK((entry == 2) == (rows <= G * pl.jagged().small->cached_rows));
+              (cluster ? clustered : entry == 2 ? small : plain) += 1;
               std::vector<HostTensor> in;
               in.emplace_back(dt, std::vector<int64_t>{rows, cols},
                               stride ? std::vector<int64_t>{stride, 1} : std::vector<int64_t>{});
@@ -785,7 +797,9 @@ TEST_CASE(
                         fmt::format("two kernels {} {} {} {} cols {} stride {} groups {} ({})",
                                     cm ? "col-major" : "row-major", dtype_name(dt), e8m0 ? "e8m0" : "f32",
                                     rnd == Round::stochastic ? "stochastic" : "nearest", cols, stride, ends.size(),
-                                    cluster ? "second kernel" : "plain"),
+                                    cluster      ? "second kernel"
+                                    : entry == 2 ? "small groups' kernel"
+                                                 : "plain"),
                         {rows, cols}, int64_t(ends.size())) == 0);
               ++n;
             }
@@ -793,7 +807,9 @@ TEST_CASE(
         }
   CHECK(plain > 0);
   if (current_target().max_cluster() >= 2) CHECK(clustered > 0);
-  MESSAGE("two-kernel jagged cases: " << n << " (" << clustered << " clustered, " << plain << " plain)");
+  if (current_target().max_cluster() >= 2) CHECK(small > 0);
+  MESSAGE("several-kernel jagged cases: " << n << " (" << clustered << " second kernel, " << small
+                                          << " small groups' kernel, " << plain << " plain)");
 }
 
 TEST_CASE("jagged groups along the unit-stride axis: a warp per row, rows in flight, formats, prologue, strides") {

@@ -177,6 +177,11 @@ TEST_CASE("a module of several kernels compiles them in parallel: NVRTC's --spli
   CHECK(plan_nvrtc_options(p2) == std::vector<std::string>{"--split-compile=2"});
   CHECK(plan_nvrtc_options(p1).empty());  // one kernel: nothing to run in parallel
   CHECK(plan_nvrtc_options(make_plan(two, Target::parse("sm_89"), order)).empty());
+  // Column-major codes: three kernels (JaggedPlan::small), three threads.
+  const Plan p3 =
+      make_plan(pipeline({output("q", cast(e4m3, x / sc), layout::col_major()), output("s", sc)}), t, order);
+  REQUIRE(p3.entry_names().size() == 3);
+  CHECK(plan_nvrtc_options(p3) == std::vector<std::string>{"--split-compile=3"});
   // Where MXJIT_NVRTC_OPTIONS says how, it stands alone.
   ::setenv("MXJIT_NVRTC_OPTIONS", "--split-compile=1", 1);
   CHECK(plan_nvrtc_options(p2).empty());
