@@ -236,10 +236,14 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
       throw UsageError(fmt::format("schedule: threads {} of the direct kernel with {}x{} blocks must be {} (one CTA a block, {} rows a "
                                    "thread)", s.threads, d.block_rows, d.block_cols, plan.threads, d.chunks_per_thread));
     // Eight 16-byte chunks a thread held across the block amax: 4 CTAs of 256 threads (<= 64
-    // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80).
-    bool columns = false;
+    // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80). Codes transposed
+    // through the shared tile, 128-row blocks without column blocks: 5, more blocks' loads in
+    // flight across the tile's barriers (docs/perf-log.md#direct2d-transposed-ctas).
+    bool columns = false, transposed = false;
     for (const NodePtr& n : v.scales) columns = columns || block2d_kind(block_of(n), plan) == Block2d::column;
-    plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : std::max(1, (columns ? 768 : 1024) / plan.threads);
+    for (int o = 0; o < int(p.outputs().size()); ++o) transposed = transposed || codes_along_rows(p, plan, o);
+    const int sm_threads = columns ? 768 : transposed && plan.threads == 256 ? 1280 : 1024;
+    plan.ctas_per_sm = s.ctas_per_sm ? s.ctas_per_sm : std::max(1, sm_threads / plan.threads);
     // Row blocks of the tile (1 x block_cols) as 1-D blocks: one scale a lane where gathered.
     for (int si = 0; si < int(v.scales.size()); ++si)
       d.scatter_scales[size_t(si)] = block2d_kind(block_of(v.scales[size_t(si)]), plan) == Block2d::row &&

@@ -54,6 +54,12 @@ TEST_CASE("direct 2-D blocks: the casts that take them, and those the tiled kern
   // Codes transposed (column-major, or row-major codes of a column-major input): through a shared
   // tile, 8-bit codes only.
   CHECK(plan_of(tiles(128, 128, DType::bf16, 2, layout::col_major())).kind == KernelKind::direct);
+  // Transposed codes of 128-row blocks: 5 CTAs an SM (<= 48 registers, no spill).
+  CHECK(plan_of(tiles(128, 128, DType::bf16, 2, layout::col_major())).ctas_per_sm == 5);
+  CHECK(plan_of(tiles(128, 128, DType::bf16, 2, layout::col_major()), Schedule{.ctas_per_sm = 4}).ctas_per_sm == 4);
+  CHECK(plan_of(tiles(64, 64, DType::bf16, 2, layout::col_major())).ctas_per_sm == 16);
+  CHECK(test::spill_bytes(tiles(128, 128, DType::bf16, 2, layout::col_major()),
+                          default_stride_class(tiles(128, 128, DType::bf16, 2, layout::col_major()))) == 0);
   CHECK(plan_of(tiles(128, 128, DType::bf16, 3, layout::expert_col_major())).kind == KernelKind::direct);
   CHECK(plan_of(tiles(128, 128), {}, StrideClass{{0}, {true}}).kind == KernelKind::direct);
   auto xf = input("x", DType::bf16, rank(2));
