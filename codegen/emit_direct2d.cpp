@@ -26,8 +26,7 @@ bool phase2_scale(const Ctx& x, int s) {
 
 namespace {
 
-// The block (row, column) offset of scales output o, its column index `col` (a block column or,
-// for column blocks, a column) and thread 0's rows for the rest.
+// The tile's (row, column) offset of scales output o: its block column `col` and thread 0's rows.
 std::string scale2d_offset(const Ctx& x, int o, const std::string& col) {
   const Plan& pl = x.plan;
   std::string off = fmt::format("mx_i64({}) * P.out_stride[{}][{}]", col, o, pl.ax_c);
@@ -35,6 +34,22 @@ std::string scale2d_offset(const Ctx& x, int o, const std::string& col) {
     off += a == pl.ax_r ? fmt::format(" + mx_i64(ix{}_[0] / {}) * P.out_stride[{}][{}]", a, pl.direct().block_rows, o, a)
                         : fmt::format(" + mx_i64(ix{}_[0]) * P.out_stride[{}][{}]", a, o, a);
   return off;
+}
+
+// `base` += output o's offset of the block's outer row indices (every row axis but ax_r), taken
+// from gi = outer index x block rows + block row (a thread's own ix may lie past the last row, in
+// the next outer index), at indent `in`.
+std::string outer_rows_offset(const Ctx& x, int o, const std::string& base, const std::string& in) {
+  const Plan& pl = x.plan;
+  const std::vector<int> ra = row_axes(pl);
+  if (ra.size() < 2) return "";
+  std::string l = in + "{\n" + in + "  mx_i64 oi = gi / nbr;\n";
+  for (auto it = ra.rbegin(); it != ra.rend(); ++it)
+    if (*it != pl.ax_r)
+      l += fmt::format(
+          "{0}  {{ const mx_i64 i_ = oi % P.shape[{1}]; oi /= P.shape[{1}]; {2} += i_ * P.out_stride[{3}][{1}]; }}\n",
+          in, *it, base, o);
+  return l + in + "}\n";
 }
 
 // Column-block scale s: each column's packed |x| maximum over the thread's rows (cw[i]: columns
@@ -56,37 +71,61 @@ void emit_column_partials(Ctx& x, int s) {
   x.out += fmt::format("    if ((threadIdx.x & 31u) < {}u)\n#pragma unroll\n      for (int i = 0; i < 4; ++i) mx_cmax{}[threadIdx.x >> 5][lane_c][i] = cw[i];\n  }}\n", G, s);
 }
 
-// Column-block scale s after the barrier: the CTA's column maxima of this thread's 8 columns, their
-// scales (mult<s>[e] and the codes' keep / fill masks, as the jagged kernel's), and the stores of
-// the block's first row of threads.
+// Column-block scale s after the barrier: one column a thread (the first B threads, B = the block's
+// columns) takes the column's maximum over the warps and its scale, stores it, and leaves its flag
+// and multiplier in shared memory; after a second barrier each thread reads its 8 columns' (mult<s>[e],
+// the codes' keep / fill masks as the jagged kernel's). Each thread computing its own 8 columns'
+// scales computed every scale 16 times (docs/perf-log.md#direct2d-column-scales).
 void emit_column_scales(Ctx& x, int s) {
   const Plan& pl = x.plan;
-  const int nw = pl.threads / 32, k = words_input(x, s);
+  const int nw = pl.threads / 32, k = words_input(x, s), B = pl.direct().block_cols;
   const NodePtr* q = nullptr;
   for (size_t i = 0; i < x.v.quantizes.size(); ++i)
     if (x.v.quantize_scale[i] == s) q = &x.v.quantizes[i];
   const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
-  x.out += scale_slot_decls(x, s, stored, coded, "  ", "[8]") + "  {\n";
-  x.out += fmt::format("    mx_u32 cw[4];\n#pragma unroll\n    for (int i = 0; i < 4; ++i) {{\n      cw[i] = mx_cmax{}[0][lane_c][i];\n", s);
+  // The scale's slots (scale_slot_decls) and their types: the shared arrays they pass through.
+  std::vector<std::pair<std::string, const char*>> slots;
+  if (coded) slots = {{"flag", "mx_u32"}, {"mult", "float"}};
+  for (const auto& [name, type] : slots)
+    x.out += fmt::format("  __shared__ __align__(16) {} mx_c{}{}[{}];\n", type, name, s, B);
+  x.out += B <= pl.threads
+               ? fmt::format("  if (const unsigned c_ = threadIdx.x; c_ < {}u) {{  // one column a thread\n", B)
+               : fmt::format("  for (unsigned c_ = threadIdx.x; c_ < {}u; c_ += {}u) {{  // one column a thread\n", B,
+                             pl.threads);
+  x.out += fmt::format("    mx_u32 w_ = mx_cmax{}[0][c_ / 8u][c_ % 8u / 2u];\n", s);
   if (nw > 1)
-    x.out += fmt::format("#pragma unroll\n      for (int w_ = 1; w_ < {}; ++w_) cw[i] = {}(cw[i], mx_cmax{}[w_][lane_c][i]);\n", nw, packed_max_fn(x, k), s);
-  x.out += "    }\n#pragma unroll\n    for (int e = 0; e < 8; ++e) {\n      const mx_u32 w_ = cw[e >> 1];\n";
-  x.out += fmt::format("      mx_u32 m = (e & 1) ? {} : {};\n", widen_half(x, k, "w_", 1), widen_half(x, k, "w_", 0));
-  if (x.v.scale_flush[size_t(s)]) x.out += "      if (m < 0x00800000u) m = 0u;\n";
-  x.out += scale_from_amax(x.v.scales[size_t(s)], "      ", "", stored, coded);
-  x.out += scale_slot_copy(x, s, stored, coded, "      ", "[e]") + "    }\n  }\n";
+    x.out += fmt::format(
+        "#pragma unroll\n    for (int i = 1; i < {}; ++i) w_ = {}(w_, mx_cmax{}[i][c_ / 8u][c_ % 8u / 2u]);\n", nw,
+        packed_max_fn(x, k), s);
+  x.out += fmt::format("    mx_u32 m = (c_ & 1u) ? {} : {};\n", widen_half(x, k, "w_", 1), widen_half(x, k, "w_", 0));
+  if (x.v.scale_flush[size_t(s)]) x.out += "    if (m < 0x00800000u) m = 0u;\n";
+  x.out += scale_from_amax(x.v.scales[size_t(s)], "    ", "", stored, coded);
+  for (const auto& [name, type] : slots) x.out += fmt::format("    mx_c{0}{1}[c_] = {0};\n", name, s);
+  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
+    const Output& out = x.p.outputs()[size_t(o)];
+    if (out.kind != OutputKind::scales || x.v.output_index[size_t(o)] != s) continue;
+    x.out +=
+        fmt::format("    if (gi < rows && int(blockIdx.x) * {} + int(c_) < n_c) {{  // scales '{}'\n", B, out.name);
+    x.out += fmt::format(
+        "      mx_i64 off = mx_i64(blockIdx.x * {}u + c_) * P.out_stride[{}][{}] + gi % nbr * P.out_stride[{}][{}];\n",
+        B, o, pl.ax_c, o, pl.ax_r);
+    x.out += outer_rows_offset(x, o, "off", "      ");
+    x.out += fmt::format("      static_cast<{}*>(P.out[{}])[off] = {};\n    }}\n", scale_ctype(out.dtype), o,
+                         stored_scale(out, ""));
+  }
+  x.out += "  }\n  __syncthreads();\n";
+  // This thread's 8 columns' flags and multipliers.
+  if (coded) {
+    x.out += scale_slot_decls(x, s, false, true, "  ", "[8]");
+    x.out += fmt::format(
+        "#pragma unroll\n  for (int e = 0; e < 8; ++e) {{ flag{0}[e] = mx_cflag{0}[lane_c * 8 + e]; mult{0}[e] = mx_cmult{0}[lane_c * 8 + e]; }}\n",
+        s);
+  }
   if (q) {
     x.out += fmt::format("  mx_u32 keep{0}[2], fill{0}[2];  // per code byte: kept, or the zero / NaN block's fill\n", s);
     x.out += fmt::format("#pragma unroll\n  for (int w = 0; w < 2; ++w) {{\n    keep{0}[w] = 0u; fill{0}[w] = 0u;\n#pragma unroll\n    for (int j = 0; j < 4; ++j) {{\n", s);
     x.out += fmt::format("      const mx_u32 f = flag{0}[w * 4 + j];\n      keep{0}[w] |= (f == 0u ? 255u : 0u) << (8 * j);\n      fill{0}[w] |= (f == 2u ? {1}u : 0u) << (8 * j);\n    }}\n  }}\n",
                          s, nan_code((*q)->elem));
-  }
-  for (int o = 0; o < int(x.p.outputs().size()); ++o) {
-    const Output& out = x.p.outputs()[size_t(o)];
-    if (out.kind != OutputKind::scales || x.v.output_index[size_t(o)] != s) continue;
-    x.out += fmt::format("  if (rt == 0u && ok[0]) {{  // scales '{}': the block's columns, 8 a thread\n", out.name);
-    x.out += fmt::format("#pragma unroll\n    for (int e = 0; e < 8; ++e)\n      if (cc0 + e < n_c) static_cast<{}*>(P.out[{}])[{}] = {};\n  }}\n",
-                         scale_ctype(out.dtype), o, scale2d_offset(x, o, "cc0 + e"), stored_scale(out, std::to_string(s) + "[e]"));
   }
 }
 
@@ -171,14 +210,7 @@ void emit_transposed_codes(Ctx& x, int o) {
   // The block's outer row indices from gi (a thread's own ix may lie past the last row, in the
   // next index of the outer axes), then its first column and row.
   const std::vector<int> ra = row_axes(pl);
-  x.out += "    mx_i64 obase = 0;\n";
-  if (ra.size() > 1) {
-    x.out += "    {\n      mx_i64 oi = gi / nbr;\n";
-    for (auto it = ra.rbegin(); it != ra.rend(); ++it)
-      if (*it != pl.ax_r)
-        x.out += fmt::format("      {{ const mx_i64 i_ = oi % P.shape[{0}]; oi /= P.shape[{0}]; obase += i_ * P.out_stride[{1}][{0}]; }}\n", *it, o);
-    x.out += "    }\n";
-  }
+  x.out += "    mx_i64 obase = 0;\n" + outer_rows_offset(x, o, "obase", "    ");
   const std::string base = fmt::format("obase + mx_i64(blockIdx.x) * {} * P.out_stride[{}][{}]", B, o, pl.ax_c);
   std::string bits = fmt::format("reinterpret_cast<mx_u64>(P.out[{}]) | mx_u64(P.out_stride[{}][{}])", o, o, pl.ax_c);
   for (int a : ra)

@@ -639,8 +639,8 @@ void emit_jagged_vector(Ctx& x, const JaggedPlan& jp, bool whole) {
                        pl.threads, pl.ctas_per_sm, name);
   };
   if (!jp.plain) return emit_jagged_vector_body(x, jp, whole, entry(x.plan, jp, x.plan.kernel_name));
-  // A kernel beside the plan's own: its plan with the PlainKernel's fields.
-  auto beside = [&](const PlainKernel& b, const std::string& name) {
+  // A kernel beside the plan's own: its plan with the SideKernel's fields.
+  auto beside = [&](const SideKernel& b, const std::string& name) {
     JaggedPlan j = jp;
     j.cluster = 1;
     j.cached_rows = b.cached_rows;

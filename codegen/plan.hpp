@@ -28,7 +28,7 @@
 namespace mxjit::detail {
 
 /// The version of the generator; part of every cache key. Bump when generated code changes.
-inline constexpr const char* kGeneratorVersion = "mxjit-gen-51";
+inline constexpr const char* kGeneratorVersion = "mxjit-gen-52";
 
 /// The properties of the bound tensors that change the generated code (the "stride class").
 /// Exact extents and strides are NOT baked in: they are kernel parameters, so one kernel serves
@@ -113,7 +113,7 @@ struct ColumnsPlan {
 /// A kernel beside a jagged plan's own in one module (JaggedPlan::plain, JaggedPlan::small), one
 /// CTA a group: its own CTAs per SM and threads, and so its own row cache, registers and shared
 /// memory.
-struct PlainKernel {
+struct SideKernel {
   int ctas_per_sm = 4;           ///< its __launch_bounds__ minimum CTAs per SM (Plan::ctas_per_sm)
   int smem_bytes = 0;            ///< its dynamic shared memory (Launch::smem_bytes when it runs)
   int cached_rows = 0;           ///< as JaggedPlan's, for its own shared memory
@@ -148,12 +148,12 @@ struct JaggedPlan {
   /// (docs/perf-log.md#jagged-two-kernels). Column-major codes: both one CTA a group, the plain
   /// kernel 3 an SM and this plan's (its "_large" entry) 2, with a larger row cache
   /// (docs/perf-log.md#jagged-column-major-two-kernels).
-  std::optional<PlainKernel> plain;
+  std::optional<SideKernel> plain;
   /// Column-major codes: a third kernel for small groups (its "_small" entry), 128 threads and 6
   /// CTAs an SM, taken where the groups' mean size fits its row cache (580 rows): pass 2's 32
   /// row lanes then cover a 256-row group where the 256-thread CTA left half of its lanes idle
   /// (docs/perf-log.md#jagged-column-major-small-groups). Set only beside `plain`.
-  std::optional<PlainKernel> small;
+  std::optional<SideKernel> small;
   /// Column-major codes: rows a thread encodes and transposes at a time, one store of a column's
   /// run (4, 8 or 16 bytes); 0 for row-major codes.
   int run_rows = 0;

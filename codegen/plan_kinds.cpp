@@ -236,7 +236,8 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
       throw UsageError(fmt::format("schedule: threads {} of the direct kernel with {}x{} blocks must be {} (one CTA a block, {} rows a "
                                    "thread)", s.threads, d.block_rows, d.block_cols, plan.threads, d.chunks_per_thread));
     // Eight 16-byte chunks a thread held across the block amax: 4 CTAs of 256 threads (<= 64
-    // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80). Codes transposed
+    // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80; 4 spill on sm_100a:
+    // docs/perf-log.md#direct2d-column-scales). Codes transposed
     // through the shared tile, 128-row blocks without column blocks: 5, more blocks' loads in
     // flight across the tile's barriers (docs/perf-log.md#direct2d-transposed-ctas).
     bool columns = false, transposed = false;
@@ -416,54 +417,52 @@ bool column_major_default(const Pipeline& p, const ValueSet& v, const Plan& plan
   return jagged_codes_along_rows(p, plan) && !js.ctas_per_sm && !js.tile_cols && !js.threads && light_cast(v);
 }
 /// The kernel that `s` plans, as one of the module's kernels beside the plan's own.
-PlainKernel plan_beside(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target,
-                        bool vector, bool lanes) {
+SideKernel plan_beside(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& s, const Target& target,
+                       bool vector, bool lanes) {
   Plan pp = plan;
   const JaggedPlan pj = plan_jagged(p, v, pp, s, target, vector, lanes);
-  return PlainKernel{pp.ctas_per_sm,    pp.smem_bytes, pj.cached_rows, pj.cached_rows_per_step,
-                     pj.rows_in_flight, pp.threads,    pj.run_rows};
+  return SideKernel{pp.ctas_per_sm,    pp.smem_bytes, pj.cached_rows, pj.cached_rows_per_step,
+                    pj.rows_in_flight, pp.threads,    pj.run_rows};
 }
 }  // namespace
 
-std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& v, const Plan& plan, Schedule& js,
-                                             const Target& target, bool vector, bool lanes) {
+JaggedKernels plan_jagged_kernels(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& js,
+                                  const Target& target, bool vector, bool lanes) {
   // By default a plain kernel for small groups and another for large ones, chosen at launch
   // (docs/perf-log.md#jagged-two-kernels).
-  if (!several_kernels(p, js, target, vector)) return std::nullopt;
+  JaggedKernels k{js, std::nullopt, std::nullopt};
+  if (!several_kernels(p, js, target, vector)) return k;
   Schedule ps = js;
   ps.cluster = 1;
   if (jagged_codes_along_rows(p, plan)) {
     // Column-major codes of a plain cast in the default CTA shape: 3 CTAs an SM (85 registers, a
     // 1,180-row cache of 32 columns), and 2 CTAs (a 1,788-row cache) for groups past it
     // (docs/perf-log.md#jagged-column-major-two-kernels).
-    if (!column_major_default(p, v, plan, js)) return std::nullopt;
+    if (!column_major_default(p, v, plan, js)) return k;
     ps.ctas_per_sm = 3;
-    js.ctas_per_sm = 2;
+    k.own.ctas_per_sm = 2;
+    if (!js.rows_per_thread) {
+      // And for small groups 128 threads (32 row lanes: pass 2 takes 128 rows a step in runs of
+      // 4) and 6 CTAs an SM, the same 24 warps as 3 CTAs of 256 threads, each CTA a quarter of
+      // the cache (580 rows); groups of 256 rows left half of the 256-thread CTA's row lanes idle
+      // (docs/perf-log.md#jagged-column-major-small-groups).
+      Schedule ss = js;
+      ss.cluster = 1;
+      ss.threads = 128;
+      ss.ctas_per_sm = 6;
+      ss.rows_per_thread = 4;
+      k.small = plan_beside(p, v, plan, ss, target, vector, lanes);
+    }
   } else {
     // Row-major codes: the plain kernel 4 CTAs an SM by default (64 registers, 428 cached rows of
     // 64 bf16 columns), 2 under a prologue or stochastic rounding (which spill at 64 registers);
     // a 2-CTA cluster a group for large groups.
     if (!ps.ctas_per_sm) ps.ctas_per_sm = light_cast(v) ? 4 : 2;
-    js.cluster = 2;
-    if (!js.ctas_per_sm) js.ctas_per_sm = 2;
+    k.own.cluster = 2;
+    if (!k.own.ctas_per_sm) k.own.ctas_per_sm = 2;
   }
-  return plan_beside(p, v, plan, ps, target, vector, lanes);
-}
-
-std::optional<PlainKernel> plan_jagged_small(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& js,
-                                             const Target& target, bool vector, bool lanes) {
-  if (!several_kernels(p, js, target, vector) || !column_major_default(p, v, plan, js) || js.rows_per_thread)
-    return std::nullopt;
-  // 128 threads (32 row lanes: pass 2 takes 128 rows a step in runs of 4) and 6 CTAs an SM, the
-  // same 24 warps as 3 CTAs of 256 threads, each CTA a quarter of the cache (580 rows); groups
-  // of 256 rows left half of the 256-thread CTA's row lanes idle
-  // (docs/perf-log.md#jagged-column-major-small-groups).
-  Schedule ss = js;
-  ss.cluster = 1;
-  ss.threads = 128;
-  ss.ctas_per_sm = 6;
-  ss.rows_per_thread = 4;
-  return plan_beside(p, v, plan, ss, target, vector, lanes);
+  k.plain = plan_beside(p, v, plan, ps, target, vector, lanes);
+  return k;
 }
 
 namespace {

@@ -27,18 +27,19 @@ ColumnsPlan plan_columns(const Pipeline& p, const ValueSet& v, Plan& plan, const
 /// fills the shared memory left. Sets plan.threads, ctas_per_sm, smem_bytes.
 JaggedPlan plan_jagged(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target, bool vector,
                        bool lanes = false);
-/// The jagged kernel's default of two kernels (JaggedPlan::plain), for a 2-byte input on sm_90+
-/// where `js` sets no cluster: plans the plain kernel (one CTA a group) and makes `js` the second
-/// kernel's schedule. Row-major codes: the second is a 2-CTA cluster a group. Column-major codes of
-/// a plain cast where `js` sets no CTA shape: the plain kernel 3 CTAs an SM, the second 2.
-/// nullopt, `js` unchanged, otherwise.
-std::optional<PlainKernel> plan_jagged_plain(const Pipeline& p, const ValueSet& v, const Plan& plan, Schedule& js,
-                                             const Target& target, bool vector, bool lanes);
-/// The jagged kernel's third kernel, for small groups (JaggedPlan::small): column-major codes of a
-/// plain 2-byte cast on sm_90+ where `js` sets no cluster, CTA shape or run length (as
-/// plan_jagged_plain's, before that changes `js`). nullopt otherwise.
-std::optional<PlainKernel> plan_jagged_small(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& js,
-                                             const Target& target, bool vector, bool lanes);
+/// The jagged kernel's module: the schedule of the plan's own kernel and the kernels beside it.
+struct JaggedKernels {
+  Schedule own;                     ///< the plan's own kernel's schedule (plan_jagged)
+  std::optional<SideKernel> plain;  ///< JaggedPlan::plain
+  std::optional<SideKernel> small;  ///< JaggedPlan::small
+};
+/// The jagged kernel's default module, for a 2-byte input on sm_90+ where `js` sets no cluster:
+/// row-major codes, a plain kernel (one CTA a group) beside the own kernel, a 2-CTA cluster a
+/// group; column-major codes of a plain cast where `js` sets no CTA shape, a plain kernel 3 CTAs an
+/// SM beside the own kernel at 2, and (where `js` sets no run length) a small groups' kernel of
+/// 128 threads, 6 CTAs an SM. Otherwise `js` alone.
+JaggedKernels plan_jagged_kernels(const Pipeline& p, const ValueSet& v, const Plan& plan, const Schedule& js,
+                                  const Target& target, bool vector, bool lanes);
 /// The rows kernel (whole-axis blocks): threads (a power of two, 32..1024), chunks per thread,
 /// and which code outputs are stored element by element. Sets plan.threads, ctas_per_sm.
 RowsPlan plan_rows(const Pipeline& p, const ValueSet& v, Plan& plan, const Schedule& s, const Target& target,

@@ -123,12 +123,11 @@ Plan make_plan(const Pipeline& p, const Target& target, const StrideClass& sc, c
     // The scalar kernel's lanes along the rows where the input is unit-stride along them.
     const int lead = first_tensor_input(p);
     const bool lanes = !vec && lead >= 0 && lead < int(sc.unit_axis.size()) && sc.unit_axis[size_t(lead)] == plan.ax_r;
-    Schedule js = fit_schedule(schedule, KernelKind::jagged, vec, fit);
-    const std::optional<PlainKernel> small = plan_jagged_small(p, v, plan, js, target, vec, lanes);
-    const std::optional<PlainKernel> plain = plan_jagged_plain(p, v, plan, js, target, vec, lanes);
-    plan.kernel = plan_jagged(p, v, plan, js, target, vec, lanes);
-    std::get<JaggedPlan>(plan.kernel).plain = plain;
-    std::get<JaggedPlan>(plan.kernel).small = small;
+    const Schedule js = fit_schedule(schedule, KernelKind::jagged, vec, fit);
+    const JaggedKernels kernels = plan_jagged_kernels(p, v, plan, js, target, vec, lanes);
+    plan.kernel = plan_jagged(p, v, plan, kernels.own, target, vec, lanes);
+    std::get<JaggedPlan>(plan.kernel).plain = kernels.plain;
+    std::get<JaggedPlan>(plan.kernel).small = kernels.small;
     if (std::get<JaggedPlan>(plan.kernel).cluster > 8)
       throw UsageError(
           fmt::format("schedule {}: a cluster of more than 8 CTAs applies to whole axes only (the rows kernel's across "

@@ -178,13 +178,16 @@ TEST_CASE("direct 2-D blocks: variants compile for sm_90a and sm_100a, no spills
   add("te 1d dual", dual);
   for (const auto& v : vs) REQUIRE(plan_of(v.p, v.schedule).kind == KernelKind::direct);
   CHECK(plan_of(dual).direct().block_rows == 128);
-  CHECK(plan_of(dual).ctas_per_sm == 3);  // column blocks: 8 multipliers a thread
+  CHECK(plan_of(dual).ctas_per_sm == 3);  // column blocks: 8 multipliers a thread (4 CTAs spill on sm_100a)
   CHECK(test::spill_bytes(dual, default_stride_class(dual)) == 0);
   const std::string ds = generate(dual, Target::parse("sm_90a"), default_stride_class(dual)).source;
   CHECK(ds.find("__shared__ mx_u32 mx_cmax1[8][16][4];") != std::string::npos);
   CHECK(ds.find("keep1[w] |= (f == 0u ? 255u : 0u) << (8 * j);") != std::string::npos);
   CHECK(ds.find("mult1[e]") != std::string::npos);
-  CHECK(ds.find("if (rt == 0u && ok[0]) {  // scales 's_t'") != std::string::npos);
+  // One column a thread computes and stores its scale (the block row from gi), then a barrier.
+  CHECK(ds.find("if (const unsigned c_ = threadIdx.x; c_ < 128u) {  // one column a thread") != std::string::npos);
+  CHECK(ds.find("if (gi < rows && int(blockIdx.x) * 128 + int(c_) < n_c) {  // scales 's_t'") != std::string::npos);
+  CHECK(ds.find("mx_cmult1[lane_c * 8 + e]") != std::string::npos);
   // The row blocks' amaxes: reduce-scattered before phase 2 (8 rows over 16 lanes: one scale a
   // lane, 2 lanes a row, the first stores it); the column blocks' through shared memory.
   CHECK(plan_of(dual).direct().scatter_scales == std::vector<bool>{true, false});

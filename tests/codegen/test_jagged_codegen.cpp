@@ -126,7 +126,7 @@ TEST_CASE("jagged groups: the vector kernel for 16-byte loads along the scale's 
       CHECK(k.plan.launch({16640, 5120}, 8).grid[0] == 160u);
       // The small groups' kernel: where the mean fits its 580 rows (64 groups of 256 rows, the
       // E=64 step's), its own threads and shared memory; the same grid.
-      const std::optional<PlainKernel>& sm = k.plan.jagged().small;
+      const std::optional<SideKernel>& sm = k.plan.jagged().small;
       REQUIRE(sm.has_value());
       CHECK(sm->threads == 128);
       CHECK(sm->ctas_per_sm == 6);

@@ -10,6 +10,7 @@
 #include "codegen/emit.hpp"
 #include "codegen/emit_common.hpp"
 #include "dsl/dsl.hpp"
+#include "dsl/peer_recipes.hpp"
 #include "dsl/text.hpp"
 #include "runtime/compile.hpp"
 
@@ -26,9 +27,8 @@ struct Built {
 
 // PTX and the ptxas report of `spec` on `arch` (one NVRTC compile), for stride class `sc`
 // (default_stride_class when empty).
-Built build(const std::string& spec, const char* arch = "sm_90a", const Schedule& s = {},
+Built build(const Pipeline& p, const char* arch = "sm_90a", const Schedule& s = {},
             const std::optional<StrideClass>& sc = {}) {
-  const Pipeline p = parse_pipeline(spec);
   CompileOptions o;
   o.want_ptx = true;
   o.resource_usage = true;
@@ -43,7 +43,18 @@ Built build(const std::string& spec, const char* arch = "sm_90a", const Schedule
   return b;
 }
 
+Built build(const std::string& spec, const char* arch = "sm_90a", const Schedule& s = {},
+            const std::optional<StrideClass>& sc = {}) {
+  return build(parse_pipeline(spec), arch, s, sc);
+}
+
 bool has(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
+
+int count(const std::string& text, const char* what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
 }  // namespace
 
@@ -284,4 +295,26 @@ TEST_CASE("bracketed division: the bracket's reciprocal is one rcp.approx.ftz a 
   CHECK(ftz == b.plan.direct().chunks_per_thread);
   CHECK(!has(b.ptx, "rcp.approx.f32"));
   CHECK(has(b.ptx, "div.rn.f32"));  // the chunks that miss divide
+}
+
+TEST_CASE("direct kernel, 2-D blocks with column blocks: each column's scale once a CTA, by one thread; no spills") {
+  // Transformer Engine's 1D quantizer in both usages (1x128 and 128x1 blocks of one 128x128 tile):
+  // a lane's row scale and one column's scale a thread, each two divisions (448 / amax and the
+  // stored reciprocal); every thread computing its 8 columns' scales made 16 of them.
+  auto x = input("x", DType::bf16, rank(2));
+  const ScaleDef d = recipes::transformer_engine(e4m3, true);
+  auto sr = scale(amax(blocks(x, 1, 128)), e4m3, d);
+  auto sc = scale(amax(blocks(x, 0, 128)), e4m3, d);
+  const Pipeline dual = pipeline({output("q", cast(e4m3, x / sr)), output("s", sr),
+                                  output("q_t", cast(e4m3, x / sc), layout::col_major()), output("s_t", sc)});
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    const std::string target = arch;
+    CAPTURE(target);
+    const Built te = build(dual, arch);
+    REQUIRE(te.plan.kind == KernelKind::direct);
+    CHECK(te.plan.direct().block_rows == 128);
+    CHECK(count(te.ptx, "div.rn.f32") == 4);
+    CHECK(count(te.ptx, "bar.sync") == 3);  // the column maxima, the column scales, the transposed tile
+    CHECK(te.spill_stores == 0);
+  }
 }

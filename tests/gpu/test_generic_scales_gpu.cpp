@@ -242,33 +242,58 @@ TEST_CASE("generic scales gpu: 2-D blocks on the direct kernel (one CTA a block)
     return pipeline({output("q", cast(elem, x / sr)), output("s", sr, layout::mn_major_tma()),
                      output("q_t", cast(elem, x / sc), layout::col_major()), output("s_t", sc, layout::mn_major_tma())});
   };
+  // The same per expert of a rank-3 input, its scales E8M0 (stored as bytes).
+  ScaleDef ue8m0 = recipes::deepgemm(e4m3, true);
+  ue8m0.format = ScaleFormat::e8m0;
+  auto x3 = input("x", DType::bf16, rank(3));
+  auto sr3 = scale(amax(blocks(x3, 2, 128)), e4m3, ue8m0);
+  auto sc3 = scale(amax(blocks(x3, 1, 128)), e4m3, ue8m0);
+  const Pipeline dual3 =
+      pipeline({output("q", cast(e4m3, x3 / sr3)), output("s", sr3),
+                output("q_t", cast(e4m3, x3 / sc3), layout::expert_col_major()), output("s_t", sc3)});
   auto xt = input("x", DType::bf16, rank(2));
   auto st = scale(amax(blocks(xt, {0, 1}, {128, 128})), e4m3, recipes::transformer_engine(e4m3, true));
   const std::vector<Case> cases = {
-      {"deepgemm 128x128", tiles(128, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 128, 128, DType::bf16},
-      {"torchao 128x128", tiles(128, 128, DType::bf16, 2, recipes::torchao_blockwise(e4m3), Saturate::finite), 128, 128, DType::bf16},
-      {"vllm 128x128 f16", tiles(128, 128, DType::f16, 2, recipes::vllm_group(e4m3, false), Saturate::finite), 128, 128, DType::f16},
-      {"te pow2 64x64", tiles(64, 64, DType::bf16, 2, recipes::transformer_engine(e4m3, true), Saturate::finite), 64, 64, DType::bf16},
-      {"sglang 128x32 rank 3", tiles(128, 32, DType::bf16, 3, recipes::sglang_group(e4m3, false), Saturate::finite), 128, 32,
+      {"deepgemm 128x128", tiles(128, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 128, 128,
        DType::bf16},
-      {"deepgemm 256x128", tiles(256, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 256, 128, DType::bf16},
-      {"deepgemm 128x128 4 rows a thread", tiles(128, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 128, 128,
-       DType::bf16, s4},
-      {"te 128x128 gemm_ready_2d", tiles(128, 128, DType::bf16, 2, recipes::transformer_engine(e4m3, true), Saturate::finite,
-                                         layout::gemm_ready_2d()), 128, 128, DType::bf16},
+      {"torchao 128x128", tiles(128, 128, DType::bf16, 2, recipes::torchao_blockwise(e4m3), Saturate::finite), 128, 128,
+       DType::bf16},
+      {"vllm 128x128 f16", tiles(128, 128, DType::f16, 2, recipes::vllm_group(e4m3, false), Saturate::finite), 128, 128,
+       DType::f16},
+      {"te pow2 64x64", tiles(64, 64, DType::bf16, 2, recipes::transformer_engine(e4m3, true), Saturate::finite), 64,
+       64, DType::bf16},
+      {"sglang 128x32 rank 3", tiles(128, 32, DType::bf16, 3, recipes::sglang_group(e4m3, false), Saturate::finite),
+       128, 32, DType::bf16},
+      {"deepgemm 256x128", tiles(256, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 256, 128,
+       DType::bf16},
+      {"deepgemm 128x128 4 rows a thread",
+       tiles(128, 128, DType::bf16, 2, recipes::deepgemm(e4m3, false), Saturate::none), 128, 128, DType::bf16, s4},
+      {"te 128x128 gemm_ready_2d",
+       tiles(128, 128, DType::bf16, 2, recipes::transformer_engine(e4m3, true), Saturate::finite,
+             layout::gemm_ready_2d()),
+       128, 128, DType::bf16},
       {"e8m0 rceil 64x64", pipeline({output("q", cast(e4m3, xe / e)), output("s", e)}), 64, 64, DType::bf16},
       // Codes transposed through the shared tile.
-      {"torchao weight_quant_rhs col-major", tiles(128, 128, DType::bf16, 2, recipes::torchao_blockwise(e4m3), Saturate::finite,
-                                                   layout::col_major(), layout::col_major()), 128, 128, DType::bf16},
-      {"vllm 64x64 f16 col-major", tiles(64, 64, DType::f16, 2, recipes::vllm_group(e4m3, false), Saturate::finite, layout::linear(),
-                                         layout::col_major()), 64, 64, DType::f16},
-      {"deepgemm 128x128 expert_col_major", tiles(128, 128, DType::bf16, 3, recipes::deepgemm(e4m3, false), Saturate::none,
-                                                  layout::linear(), layout::expert_col_major()), 128, 128, DType::bf16},
-      {"te both usages", pipeline({output("q", cast(e4m3, xt / st)), output("s", st, layout::gemm_ready_2d()),
-                                   output("q_t", cast(e4m3, xt / st), layout::col_major()), output("s_t", st, layout::gemm_ready_2d_t())}),
+      {"torchao weight_quant_rhs col-major",
+       tiles(128, 128, DType::bf16, 2, recipes::torchao_blockwise(e4m3), Saturate::finite, layout::col_major(),
+             layout::col_major()),
+       128, 128, DType::bf16},
+      {"vllm 64x64 f16 col-major",
+       tiles(64, 64, DType::f16, 2, recipes::vllm_group(e4m3, false), Saturate::finite, layout::linear(),
+             layout::col_major()),
+       64, 64, DType::f16},
+      {"deepgemm 128x128 expert_col_major",
+       tiles(128, 128, DType::bf16, 3, recipes::deepgemm(e4m3, false), Saturate::none, layout::linear(),
+             layout::expert_col_major()),
+       128, 128, DType::bf16},
+      {"te both usages",
+       pipeline({output("q", cast(e4m3, xt / st)), output("s", st, layout::gemm_ready_2d()),
+                 output("q_t", cast(e4m3, xt / st), layout::col_major()),
+                 output("s_t", st, layout::gemm_ready_2d_t())}),
        128, 128, DType::bf16},
       {"te 1d dual", dual(DType::bf16, recipes::transformer_engine(e4m3, true), e4m3), 128, 128, DType::bf16},
       {"vllm 1d dual f16 e5m2", dual(DType::f16, recipes::vllm_group(e5m2, false), e5m2), 128, 128, DType::f16},
+      {"deepgemm ue8m0 1d dual rank 3", dual3, 128, 128, DType::bf16},
   };
   int n = 0;
   for (const Case& c : cases) {

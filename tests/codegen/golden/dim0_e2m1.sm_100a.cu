@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_floor_bf16_fa25b32c
-// generator mxjit-gen-51  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-52  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(1,32) q:row_major s:linear
 // pipeline hash b0d8d425b4240104165a4b62ed1c9caa
 // plan

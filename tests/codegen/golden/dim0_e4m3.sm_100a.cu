@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_89efbcd6
-// generator mxjit-gen-51  target sm_100a  stride class sc(1a)
+// generator mxjit-gen-52  target sm_100a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:blocked128x4
 // pipeline hash 8159b9a3840e9498842013ac489d3017
 // plan

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e2m1_floor_bf16_70c91e85
-// generator mxjit-gen-51  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-52  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp4.e2m1 floor nan_block blocks(0,32) q:col_major s:linear
 // pipeline hash 7dcf6902f261ee82d0c72693dd943979
 // plan

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e4m3_rceil_bf16_ff99ca41
-// generator mxjit-gen-51  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-52  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(0,32) q:col_major s:blocked128x4
 // pipeline hash ba99be6fa7b6304aef22869f9976273c
 // plan

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_columns_dim1_e4m3_rceil_bf16_489fa5d2
-// generator mxjit-gen-51  target sm_90a  stride class sc(2a)
+// generator mxjit-gen-52  target sm_90a  stride class sc(2a)
 // pipeline bf16[3] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:expert_col_major s:blocked128x4
 // pipeline hash 4f8164d3723f02942b8a6d490d52c4f4
 // plan

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e4m3_rceil_bf16_995bf1d5
-// generator mxjit-gen-51  target sm_100a  stride class sc(1a,0)
+// generator mxjit-gen-52  target sm_100a  stride class sc(1a,0)
 // pipeline bf16[2] -> mxfp8.e4m3 rceil nan_block blocks(1,32) q:row_major s:grouped_blocked128x4(0,offs)
 // pipeline hash 6f18ed3a56dad20df0f37f84c1fc7103
 // plan

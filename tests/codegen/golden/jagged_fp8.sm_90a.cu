@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_jagged_groups_e4m3_fp32_bf16_ee2519b9
-// generator mxjit-gen-51  target sm_90a  stride class sc(1a,0)
+// generator mxjit-gen-52  target sm_90a  stride class sc(1a,0)
 // pipeline bf16[2] -> fp8.e4m3 groups(0,offs) q:row_major s:linear
 // pipeline hash 87ed1c9436b41b83753a60d144310026
 // plan

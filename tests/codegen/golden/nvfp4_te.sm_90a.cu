@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_direct_dim0_e2m1_nvfp4_bf16_a19bc6d8
-// generator mxjit-gen-51  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-52  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> nvfp4 te blocks(1,16) q:row_major s:blocked128x4
 // pipeline hash 5b24155305468c5470736d7bbbf2da0d
 // plan

@@ -1,6 +1,6 @@
 // ==== mxjit generated kernel ========================================================
 // mxjit_tiled_blocks2d_e4m3_floor_bf16_e2a1cbdb
-// generator mxjit-gen-51  target sm_90a  stride class sc(1a)
+// generator mxjit-gen-52  target sm_90a  stride class sc(1a)
 // pipeline bf16[2] -> mxfp8.e4m3 floor nan_block blocks(0,1,32x32) q:row_major s:linear
 // pipeline hash aa08f10b6c954162af904ecd4cf32471
 // plan
