@@ -188,6 +188,17 @@ TEST_CASE("direct 2-D blocks: variants compile for sm_90a and sm_100a, no spills
   CHECK(ds.find("if (const unsigned c_ = threadIdx.x; c_ < 128u) {  // one column a thread") != std::string::npos);
   CHECK(ds.find("if (gi < rows && int(blockIdx.x) * 128 + int(c_) < n_c) {  // scales 's_t'") != std::string::npos);
   CHECK(ds.find("mx_cmult1[lane_c * 8 + e]") != std::string::npos);
+  // 32-row column blocks: a 32x128 tile of 64 threads, each taking two columns' scales.
+  auto sc32 = scale(amax(blocks(xd, 0, 32)), e4m3, te);
+  const Pipeline dual32 = pipeline({output("q", cast(e4m3, xd / sr)), output("s", sr),
+                                    output("q_t", cast(e4m3, xd / sc32), layout::col_major()), output("s_t", sc32)});
+  add("te 1d dual, 32-row column blocks", dual32);
+  REQUIRE(plan_of(dual32).kind == KernelKind::direct);
+  CHECK(plan_of(dual32).direct().block_rows == 32);
+  CHECK(plan_of(dual32).threads == 64);
+  CHECK(generate(dual32, Target::parse("sm_90a"), default_stride_class(dual32))
+            .source.find("for (unsigned c_ = threadIdx.x; c_ < 128u; c_ += 64u) {  // one column a thread") !=
+        std::string::npos);
   // The row blocks' amaxes: reduce-scattered before phase 2 (8 rows over 16 lanes: one scale a
   // lane, 2 lanes a row, the first stores it); the column blocks' through shared memory.
   CHECK(plan_of(dual).direct().scatter_scales == std::vector<bool>{true, false});

@@ -235,10 +235,11 @@ TEST_CASE("generic scales gpu: 2-D blocks on the direct kernel (one CTA a block)
   auto xe = input("x", DType::bf16, rank(2));
   auto e = e8m0_scale(amax(blocks(xe, {0, 1}, {64, 64})), e4m3, ScaleRule::rceil);
   // Transformer Engine's 1D quantizer in both usages: 1x128 and 128x1 blocks of one 128x128 tile.
-  auto dual = [](DType dt, const ScaleDef& d, ElemFormat elem) {
+  // With 32-row column blocks the tile is 32x128: 64 threads, each taking two columns' scales.
+  auto dual = [](DType dt, const ScaleDef& d, ElemFormat elem, int64_t column_rows = 128) {
     auto x = input("x", dt, rank(2));
     auto sr = scale(amax(blocks(x, 1, 128)), elem, d);
-    auto sc = scale(amax(blocks(x, 0, 128)), elem, d);
+    auto sc = scale(amax(blocks(x, 0, column_rows)), elem, d);
     return pipeline({output("q", cast(elem, x / sr)), output("s", sr, layout::mn_major_tma()),
                      output("q_t", cast(elem, x / sc), layout::col_major()), output("s_t", sc, layout::mn_major_tma())});
   };
@@ -292,6 +293,8 @@ TEST_CASE("generic scales gpu: 2-D blocks on the direct kernel (one CTA a block)
                  output("s_t", st, layout::gemm_ready_2d_t())}),
        128, 128, DType::bf16},
       {"te 1d dual", dual(DType::bf16, recipes::transformer_engine(e4m3, true), e4m3), 128, 128, DType::bf16},
+      {"te 1d dual, 32-row column blocks", dual(DType::bf16, recipes::transformer_engine(e4m3, true), e4m3, 32), 32,
+       128, DType::bf16},
       {"vllm 1d dual f16 e5m2", dual(DType::f16, recipes::vllm_group(e5m2, false), e5m2), 128, 128, DType::f16},
       {"deepgemm ue8m0 1d dual rank 3", dual3, 128, 128, DType::bf16},
   };
