@@ -83,11 +83,11 @@ void emit_column_scales(Ctx& x, int s) {
   for (size_t i = 0; i < x.v.quantizes.size(); ++i)
     if (x.v.quantize_scale[i] == s) q = &x.v.quantizes[i];
   const bool stored = scale_stored(x, s), coded = scale_coded(x, s);
-  // The scale's slots (scale_slot_decls) and their types: the shared arrays they pass through.
-  std::vector<std::pair<std::string, const char*>> slots;
-  if (coded) slots = {{"flag", "mx_u32"}, {"mult", "float"}};
-  for (const auto& [name, type] : slots)
-    x.out += fmt::format("  __shared__ __align__(16) {} mx_c{}{}[{}];\n", type, name, s, B);
+  // The codes' flags and multipliers pass through shared memory.
+  if (coded)
+    x.out += fmt::format(
+        "  __shared__ __align__(16) mx_u32 mx_cflag{0}[{1}];\n  __shared__ __align__(16) float mx_cmult{0}[{1}];\n", s,
+        B);
   x.out += B <= pl.threads
                ? fmt::format("  if (const unsigned c_ = threadIdx.x; c_ < {}u) {{  // one column a thread\n", B)
                : fmt::format("  for (unsigned c_ = threadIdx.x; c_ < {}u; c_ += {}u) {{  // one column a thread\n", B,
@@ -100,7 +100,7 @@ void emit_column_scales(Ctx& x, int s) {
   x.out += fmt::format("    mx_u32 m = (c_ & 1u) ? {} : {};\n", widen_half(x, k, "w_", 1), widen_half(x, k, "w_", 0));
   if (x.v.scale_flush[size_t(s)]) x.out += "    if (m < 0x00800000u) m = 0u;\n";
   x.out += scale_from_amax(x.v.scales[size_t(s)], "    ", "", stored, coded);
-  for (const auto& [name, type] : slots) x.out += fmt::format("    mx_c{0}{1}[c_] = {0};\n", name, s);
+  if (coded) x.out += fmt::format("    mx_cflag{0}[c_] = flag;\n    mx_cmult{0}[c_] = mult;\n", s);
   for (int o = 0; o < int(x.p.outputs().size()); ++o) {
     const Output& out = x.p.outputs()[size_t(o)];
     if (out.kind != OutputKind::scales || x.v.output_index[size_t(o)] != s) continue;

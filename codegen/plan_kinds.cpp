@@ -236,10 +236,10 @@ DirectPlan plan_direct(const Pipeline& p, const ValueSet& v, Plan& plan, const S
       throw UsageError(fmt::format("schedule: threads {} of the direct kernel with {}x{} blocks must be {} (one CTA a block, {} rows a "
                                    "thread)", s.threads, d.block_rows, d.block_cols, plan.threads, d.chunks_per_thread));
     // Eight 16-byte chunks a thread held across the block amax: 4 CTAs of 256 threads (<= 64
-    // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80; 4 spill on sm_100a:
-    // docs/perf-log.md#direct2d-column-scales). Codes transposed
-    // through the shared tile, 128-row blocks without column blocks: 5, more blocks' loads in
-    // flight across the tile's barriers (docs/perf-log.md#direct2d-transposed-ctas).
+    // registers); column blocks add 8 multipliers and masks a thread: 3 (<= 80; 4 spill on
+    // sm_100a: docs/perf-log.md#direct2d-column-scales). Codes transposed through the shared tile,
+    // 128-row blocks without column blocks: 5, more blocks' loads in flight across the tile's
+    // barriers (docs/perf-log.md#direct2d-transposed-ctas).
     bool columns = false, transposed = false;
     for (const NodePtr& n : v.scales) columns = columns || block2d_kind(block_of(n), plan) == Block2d::column;
     for (int o = 0; o < int(p.outputs().size()); ++o) transposed = transposed || codes_along_rows(p, plan, o);
